@@ -1,0 +1,126 @@
+import { dirname, join } from "node:path";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import { sql } from "drizzle-orm";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import type { Deps } from "./deps.ts";
+import { AppError } from "./errors.ts";
+import { failure } from "./http/envelope.ts";
+import type { AppEnv } from "./http/types.ts";
+import { validationHook } from "./http/validation.ts";
+import { registerRoutes } from "./routes/index.ts";
+
+export const apiInfo = {
+  title: "Image Hosting API",
+  version: "1.0.0",
+  description:
+    "Upload, list and delete images; read the account profile; list storage strategies; issue temporary upload tokens. " +
+    "Every answer is the envelope `{status, message, data}`: check both the HTTP status and `status`. " +
+    "Authenticate with `Authorization: Bearer <token>`.",
+};
+
+// the standalone bundle is not in the package exports; it sits beside the main entry
+const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
+
+export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string) {
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "Permanent API token, as `id|raw` or the raw part alone",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "temporaryToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "Temporary upload token from POST /images/tokens; valid for POST /upload only",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
+    type: "http",
+    scheme: "bearer",
+    description: "ADMIN_TOKEN of the server",
+  });
+  const config = {
+    openapi: "3.1.0",
+    info: apiInfo,
+    servers: [{ url: serverUrl }],
+    tags: [
+      { name: "Account", description: "The calling account" },
+      { name: "Strategies", description: "Storage strategies of the caller's group" },
+      { name: "Images", description: "Upload, list, delete" },
+      { name: "Tokens", description: "Temporary upload tokens" },
+      { name: "Administration", description: "Site administration with ADMIN_TOKEN (not part of the v1 contract)" },
+      { name: "Service", description: "Health" },
+    ],
+  };
+  return app.getOpenAPI31Document(config);
+}
+
+export function createApp(deps: Deps) {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+  app.use("*", async (c, next) => {
+    const requestId = c.req.header("x-request-id")?.slice(0, 64) || crypto.randomUUID();
+    c.set("requestId", requestId);
+    c.set("deps", deps);
+    await next();
+    c.header("X-Request-Id", requestId);
+  });
+  // uploads read their own body with the group's limit; everything else is small JSON
+  app.use("/api/*", async (c, next) => {
+    if (c.req.path === "/api/v1/upload") return next();
+    return bodyLimit({
+      maxSize: 1024 * 1024,
+      onError: () => {
+        throw new AppError("bad_request", "The request body is larger than 1 MB.");
+      },
+    })(c, next);
+  });
+
+  registerRoutes(app);
+
+  app.get("/health", async (c) => {
+    try {
+      await deps.db.execute(sql`select 1`);
+      return c.json({ status: true, message: "success", data: { database: "up" } }, 200);
+    } catch {
+      return c.json(failure("The database does not answer."), 503);
+    }
+  });
+
+  let served: unknown;
+  app.get("/api/v1/openapi.json", (c) => c.json((served ??= buildDocument(app, deps.config.baseUrl))));
+  app.get("/docs/scalar.js", () =>
+    new Response(Bun.file(scalarBundle), {
+      headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" },
+    }),
+  );
+  app.get(
+    "/docs",
+    Scalar({ url: "/api/v1/openapi.json", cdn: "/docs/scalar.js", pageTitle: "Image Hosting API" }),
+  );
+  app.get("/", (c) =>
+    c.json({
+      status: true,
+      message: "success",
+      data: { name: apiInfo.title, api: `${deps.config.baseUrl}/api/v1`, docs: `${deps.config.baseUrl}/docs`, openapi: `${deps.config.baseUrl}/api/v1/openapi.json` },
+    }),
+  );
+
+  app.notFound((c) => c.json(failure("Not found."), 404));
+  app.onError((err, c) => {
+    if (err instanceof AppError) {
+      return c.json(failure(err.message, err.errors), err.status);
+    }
+    if (err instanceof HTTPException && err.status < 500) {
+      const message = err.status === 415 ? "Unsupported Media Type: send application/json." : err.message || "Bad request.";
+      return c.json(failure(message), err.status);
+    }
+    const requestId = c.get("requestId");
+    console.error(`[${requestId}] ${c.req.method} ${c.req.path}:`, err);
+    return c.json({ ...failure("Internal server error."), request_id: requestId }, 500);
+  });
+
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,103 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
+import * as schema from "./schema.ts";
+
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface Database {
+  db: Db;
+  driver: "postgres" | "pglite";
+  /** Applies drizzle/ migrations; idempotent and safe when several instances start at once. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const migrationsFolder = resolve(import.meta.dir, "../../drizzle");
+const MIGRATION_LOCK = 7_340_001;
+
+export function openPostgres(url: string, options: { max?: number } = {}): Database {
+  const client = postgres(url, { max: options.max ?? 10, onnotice: () => {} });
+  const db = drizzlePostgres(client, { schema }) as unknown as Db;
+  return {
+    db,
+    driver: "postgres",
+    async migrate() {
+      const reserved = await client.reserve();
+      try {
+        await reserved`select pg_advisory_lock(${MIGRATION_LOCK})`;
+        await migratePostgres(drizzlePostgres(reserved, { schema }), { migrationsFolder });
+      } finally {
+        await reserved`select pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
+        reserved.release();
+      }
+    },
+    close: () => client.end({ timeout: 5 }),
+  };
+}
+
+/**
+ * The embedded database. PGlite is a single connection inside this process: two processes opening the
+ * same directory would silently lose writes, so a lock file guards the directory.
+ */
+export async function openPglite(dataDir: string | undefined, options: { loadDataDir?: Blob } = {}): Promise<Database> {
+  let releaseLock = () => {};
+  if (dataDir) {
+    mkdirSync(dataDir, { recursive: true });
+    releaseLock = lockDirectory(dataDir);
+  }
+  try {
+    const client = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
+    const db = drizzlePglite(client, { schema }) as unknown as Db;
+    return {
+      db,
+      driver: "pglite",
+      migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
+      async close() {
+        await client.close();
+        releaseLock();
+      },
+    };
+  } catch (e) {
+    releaseLock();
+    throw e;
+  }
+}
+
+function lockDirectory(dir: string): () => void {
+  const lockPath = join(dir, "server.lock");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, "wx", 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(lockPath, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const pid = Number(readFileSync(lockPath, "utf8"));
+      if (pid && pid !== process.pid && isAlive(pid)) {
+        throw new Error(
+          `${resolve(dir)} is in use by process ${pid}. The embedded database allows one server per DATA_DIR; ` +
+            "stop it, or set DATABASE_URL to run several instances on PostgreSQL.",
+        );
+      }
+      if (existsSync(lockPath)) rmSync(lockPath, { force: true }); // stale lock of a dead process
+    }
+  }
+  throw new Error(`could not lock ${dir}`);
+}
+
+function isAlive(pid: number) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

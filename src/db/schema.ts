@@ -1,0 +1,183 @@
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  serial,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+
+/** Site-wide switches: a single row with id 1. */
+export const settings = pgTable("settings", {
+  id: integer("id").primaryKey().default(1),
+  apiEnabled: boolean("api_enabled").notNull().default(true),
+  guestUploadEnabled: boolean("guest_upload_enabled").notNull().default(false),
+});
+
+export type ReviewProvider = "none" | "webhook";
+
+export const groups = pgTable("groups", {
+  id: serial("id").primaryKey(),
+  name: text("name").notNull(),
+  isDefault: boolean("is_default").notNull().default(false),
+  isGuest: boolean("is_guest").notNull().default(false),
+  enabled: boolean("enabled").notNull().default(true),
+  allowApi: boolean("allow_api").notNull().default(true),
+  maxFileSizeKb: integer("max_file_size_kb").notNull().default(10240),
+  allowedExtensions: jsonb("allowed_extensions").$type<string[]>().notNull()
+    .default(sql`'["jpg","jpeg","png","gif","webp","avif"]'::jsonb`),
+  maxPixels: bigint("max_pixels", { mode: "number" }).notNull().default(100_000_000),
+  // null = unlimited
+  uploadsPerMinute: integer("uploads_per_minute"),
+  uploadsPerHour: integer("uploads_per_hour"),
+  uploadsPerDay: integer("uploads_per_day"),
+  uploadsPerWeek: integer("uploads_per_week"),
+  uploadsPerMonth: integer("uploads_per_month"),
+  concurrentUploads: integer("concurrent_uploads"),
+  retentionMaxSeconds: integer("retention_max_seconds"),
+  defaultCapacityKb: bigint("default_capacity_kb", { mode: "number" }).notNull().default(1_048_576),
+  reviewProvider: text("review_provider").$type<ReviewProvider>().notNull().default("none"),
+  reviewWebhookUrl: text("review_webhook_url"),
+  reviewTimeoutMs: integer("review_timeout_ms").notNull().default(5000),
+  reviewFailOpen: boolean("review_fail_open").notNull().default(false),
+  createdAt: createdAt(),
+});
+
+export type StrategyDriver = "local" | "s3";
+
+export const strategies = pgTable("strategies", {
+  id: serial("id").primaryKey(),
+  name: text("name").notNull(),
+  driver: text("driver").$type<StrategyDriver>().notNull(),
+  config: jsonb("config").$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+  // null = unlimited
+  quotaKb: bigint("quota_kb", { mode: "number" }),
+  usedBytes: bigint("used_bytes", { mode: "number" }).notNull().default(0),
+  enabled: boolean("enabled").notNull().default(true),
+  createdAt: createdAt(),
+});
+
+export const groupStrategies = pgTable(
+  "group_strategies",
+  {
+    groupId: integer("group_id").notNull().references(() => groups.id, { onDelete: "cascade" }),
+    strategyId: integer("strategy_id").notNull().references(() => strategies.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.groupId, t.strategyId] })],
+);
+
+export const users = pgTable(
+  "users",
+  {
+    id: serial("id").primaryKey(),
+    username: text("username").notNull(),
+    name: text("name").notNull(),
+    email: text("email").notNull(),
+    avatar: text("avatar"),
+    groupId: integer("group_id").notNull().references(() => groups.id),
+    enabled: boolean("enabled").notNull().default(true),
+    // null = the group's default capacity
+    capacityKb: bigint("capacity_kb", { mode: "number" }),
+    usedBytes: bigint("used_bytes", { mode: "number" }).notNull().default(0),
+    imageNum: integer("image_num").notNull().default(0),
+    albumNum: integer("album_num").notNull().default(0),
+    registeredIp: text("registered_ip").notNull().default(""),
+    passwordHash: text("password_hash"),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("users_username_key").on(t.username), uniqueIndex("users_email_key").on(t.email)],
+);
+
+export const albums = pgTable(
+  "albums",
+  {
+    id: serial("id").primaryKey(),
+    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("albums_user_idx").on(t.userId)],
+);
+
+export type TokenKind = "permanent" | "temporary";
+
+/** Permanent API tokens and temporary upload tokens; only the SHA-256 of the secret is stored. */
+export const tokens = pgTable(
+  "tokens",
+  {
+    id: serial("id").primaryKey(),
+    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    kind: text("kind").$type<TokenKind>().notNull(),
+    secretHash: text("secret_hash").notNull(),
+    expiredAt: timestamp("expired_at", { withTimezone: true, mode: "date" }),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("tokens_secret_hash_key").on(t.secretHash), index("tokens_user_idx").on(t.userId)],
+);
+
+export const images = pgTable(
+  "images",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    key: text("key").notNull(),
+    userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
+    albumId: integer("album_id").references(() => albums.id, { onDelete: "set null" }),
+    strategyId: integer("strategy_id").notNull().references(() => strategies.id),
+    path: text("path").notNull(),
+    thumbnailPath: text("thumbnail_path"),
+    name: text("name").notNull(),
+    originName: text("origin_name").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    mimetype: text("mimetype").notNull(),
+    extension: text("extension").notNull(),
+    width: integer("width").notNull(),
+    height: integer("height").notNull(),
+    md5: text("md5").notNull(),
+    sha1: text("sha1").notNull(),
+    isPublic: boolean("is_public").notNull().default(true),
+    expiredAt: timestamp("expired_at", { withTimezone: true, mode: "date" }),
+    uploaderIp: text("uploader_ip").notNull().default(""),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("images_key_key").on(t.key),
+    uniqueIndex("images_name_key").on(t.name),
+    uniqueIndex("images_path_key").on(t.path),
+    index("images_thumbnail_path_idx").on(t.thumbnailPath),
+    index("images_owner_created_idx").on(t.userId, t.createdAt.desc(), t.id.desc()),
+    index("images_expired_at_idx").on(t.expiredAt).where(sql`${t.expiredAt} is not null`),
+  ],
+);
+
+/** One row per accepted upload, kept for the frequency windows (a month at most), even after the image is deleted. */
+export const uploadLog = pgTable(
+  "upload_log",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    subject: text("subject").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("upload_log_subject_created_idx").on(t.subject, t.createdAt)],
+);
+
+/** Uploads in flight, for the concurrency limit; a lease outlives a crashed process only until expires_at. */
+export const uploadLeases = pgTable(
+  "upload_leases",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    subject: text("subject").notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [index("upload_leases_subject_idx").on(t.subject, t.expiresAt)],
+);

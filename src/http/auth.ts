@@ -1,0 +1,111 @@
+import { timingSafeEqual } from "node:crypto";
+import type { Context, MiddlewareHandler } from "hono";
+import { getGuestGroup, type Group } from "../db/repositories/groups.ts";
+import { getSettings } from "../db/repositories/settings.ts";
+import { hasUsableStrategy } from "../db/repositories/strategies.ts";
+import { findTokenWithOwner } from "../db/repositories/tokens.ts";
+import type { Deps } from "../deps.ts";
+import { forbidden, unauthorized } from "../errors.ts";
+import { sha256Hex } from "../services/secrets.ts";
+import type { AppEnv, Caller } from "./types.ts";
+
+export interface AccessRule {
+  /** Temporary upload tokens are accepted (POST /upload only). */
+  temporary: boolean;
+  /** No credential means guest, when guest upload is enabled. */
+  guest: boolean;
+}
+
+const bearer = /^Bearer +([^\s]+) *$/i;
+
+/** The token of an Authorization header: null when absent, 401 when malformed. */
+export function bearerToken(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const m = bearer.exec(header);
+  if (!m) throw unauthorized("Malformed Authorization header: use 'Authorization: Bearer <token>'.");
+  return m[1]!;
+}
+
+function groupGate(group: Group) {
+  if (!group.enabled) throw forbidden("Your user group is disabled.");
+  if (!group.allowApi) throw forbidden("Your user group is not allowed to use the API.");
+}
+
+/**
+ * Contract section 5, in order: the site-wide switch (403) first; then a present credential must be
+ * valid (401) and is never downgraded to a guest; a temporary token beyond upload is 403; account and
+ * group flags are 403; no credential is a guest only where the rule allows it and guest upload is on.
+ */
+export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
+  const settings = await getSettings(deps.db);
+  if (!settings.apiEnabled) throw forbidden("The API is disabled on this site.");
+
+  if (token !== null) {
+    const found = await lookupToken(deps, token);
+    if (!found) throw unauthorized("Invalid token.");
+    const { token: row, user, group } = found;
+    if (row.revokedAt) throw unauthorized("Invalid token.");
+    if (row.expiredAt && row.expiredAt.getTime() <= deps.clock().getTime()) throw unauthorized("The token has expired.");
+    if (row.kind === "temporary" && !rule.temporary) {
+      throw forbidden("A temporary upload token can only be used for POST /upload.");
+    }
+    if (!user.enabled) throw forbidden("Your account is disabled.");
+    groupGate(group);
+    return { kind: "user", user, group, tokenKind: row.kind, tokenId: row.id };
+  }
+
+  if (!rule.guest) throw unauthorized("Unauthenticated: send 'Authorization: Bearer <token>'.");
+  if (!settings.guestUploadEnabled) throw unauthorized("Guest upload is disabled: send 'Authorization: Bearer <token>'.");
+  const group = await getGuestGroup(deps.db);
+  if (!group) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
+  groupGate(group);
+  if (!(await hasUsableStrategy(deps.db, group.id))) {
+    throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
+  }
+  return { kind: "guest", group };
+}
+
+/** `id|raw` is looked up by id, the raw token alone by its hash; both compare hashes in constant time. */
+async function lookupToken(deps: Deps, token: string) {
+  const bar = token.indexOf("|");
+  let raw = token;
+  let found;
+  if (bar >= 0) {
+    const id = Number(token.slice(0, bar));
+    raw = token.slice(bar + 1);
+    if (!Number.isSafeInteger(id) || id <= 0 || !raw) return null;
+    found = await findTokenWithOwner(deps.db, { id });
+    if (found && found.token.kind !== "permanent") return null;
+  } else {
+    found = await findTokenWithOwner(deps.db, { secretHash: sha256Hex(raw) });
+  }
+  if (!found) return null;
+  const a = Buffer.from(sha256Hex(raw), "hex");
+  const b = Buffer.from(found.token.secretHash, "hex");
+  return a.length === b.length && timingSafeEqual(a, b) ? found : null;
+}
+
+/** Authenticates from the Authorization header and stores the caller for the handler. */
+export function requireCaller(rule: AccessRule): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const deps = c.get("deps");
+    c.set("caller", await authenticate(deps, bearerToken(c.req.header("authorization")), rule));
+    await next();
+  };
+}
+
+export const permanentOnly: AccessRule = { temporary: false, guest: false };
+
+export function clientIp(c: Context<AppEnv>): string {
+  const deps = c.get("deps");
+  if (deps.config.trustProxy) {
+    const forwarded = c.req.header("x-forwarded-for")?.split(",")[0]?.trim();
+    if (forwarded) return forwarded;
+  }
+  const server = (c.env as { requestIP?: (r: Request) => { address: string } | null } | undefined);
+  try {
+    return server?.requestIP?.(c.req.raw)?.address ?? "";
+  } catch {
+    return "";
+  }
+}

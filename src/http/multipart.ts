@@ -1,0 +1,129 @@
+import { AppError, badRequest } from "../errors.ts";
+
+export interface FilePart {
+  filename: string;
+  /** The Content-Type the client declared for the part ("" when absent). */
+  contentType: string;
+  bytes: Uint8Array;
+}
+
+export interface MultipartBody {
+  fields: Map<string, string>;
+  files: Map<string, FilePart>;
+}
+
+export class BodyTooLarge extends AppError {
+  constructor(readonly limitBytes: number) {
+    super("bad_request", "The request body is too large.");
+  }
+}
+
+/**
+ * Reads a request body, stopping as soon as it passes `limit` bytes: a client cannot make the server
+ * buffer more than the largest file it may upload.
+ */
+export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge(limit);
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw new BodyTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+export function boundaryOf(contentType: string | undefined): string | null {
+  if (!contentType || !/^multipart\/form-data\s*;/i.test(contentType)) return null;
+  const m = /;\s*boundary=(?:"([^"]{1,200})"|([^\s;]{1,200}))/i.exec(contentType);
+  return m ? (m[1] ?? m[2])! : null;
+}
+
+const CRLF = Buffer.from("\r\n");
+const HEADER_END = Buffer.from("\r\n\r\n");
+
+/** Parses a buffered multipart/form-data body (RFC 7578), keeping each part's declared Content-Type. */
+export function parseMultipart(body: Uint8Array, boundary: string): MultipartBody {
+  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const delimiter = Buffer.from(`--${boundary}`);
+  const fields = new Map<string, string>();
+  const files = new Map<string, FilePart>();
+  const malformed = () => badRequest("Malformed multipart/form-data body.");
+
+  let pos = buf.indexOf(delimiter);
+  if (pos < 0) throw malformed();
+  for (;;) {
+    pos += delimiter.length;
+    if (buf[pos] === 0x2d && buf[pos + 1] === 0x2d) break; // closing delimiter "--"
+    if (buf.indexOf(CRLF, pos) !== pos) {
+      // tolerate transport padding (spaces/tabs) after the delimiter
+      const eol = buf.indexOf(CRLF, pos);
+      if (eol < 0 || buf.subarray(pos, eol).toString("latin1").trim() !== "") throw malformed();
+      pos = eol;
+    }
+    pos += 2;
+    const headerEnd = buf.indexOf(HEADER_END, pos);
+    if (headerEnd < 0) throw malformed();
+    const headers = parseHeaders(buf.subarray(pos, headerEnd).toString("utf8"));
+    const contentStart = headerEnd + 4;
+    const next = buf.indexOf(Buffer.from(`\r\n--${boundary}`), contentStart);
+    if (next < 0) throw malformed();
+    const content = buf.subarray(contentStart, next);
+    pos = next + 2;
+
+    const disposition = headers.get("content-disposition") ?? "";
+    const name = dispositionParam(disposition, "name");
+    if (name === null) throw malformed();
+    const filename = dispositionParam(disposition, "filename*") ?? dispositionParam(disposition, "filename");
+    if (filename !== null) {
+      if (!files.has(name)) {
+        files.set(name, {
+          filename: filename,
+          contentType: (headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase(),
+          bytes: new Uint8Array(content),
+        });
+      }
+    } else if (!fields.has(name)) {
+      fields.set(name, content.toString("utf8"));
+    }
+  }
+  return { fields, files };
+}
+
+function parseHeaders(block: string): Map<string, string> {
+  const headers = new Map<string, string>();
+  for (const line of block.split("\r\n")) {
+    const colon = line.indexOf(":");
+    if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return headers;
+}
+
+function dispositionParam(header: string, param: string): string | null {
+  const escaped = param.replace("*", "\\*");
+  const re = new RegExp(`(?:^|;)\\s*${escaped}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, "i");
+  const m = re.exec(header);
+  if (!m) return null;
+  if (m[1] !== undefined) return m[1].replace(/\\(.)/g, "$1");
+  const raw = m[2]!.trim();
+  if (param.endsWith("*")) {
+    // RFC 5987: charset'lang'percent-encoded
+    const parts = /^([^']*)'[^']*'(.*)$/.exec(raw);
+    if (!parts) return null;
+    try {
+      return decodeURIComponent(parts[2]!);
+    } catch {
+      return null;
+    }
+  }
+  return raw;
+}

@@ -1,0 +1,47 @@
+import type { z } from "@hono/zod-openapi";
+import { ErrorEnvelope, ValidationError } from "./schemas.ts";
+
+const errorDescriptions = {
+  400: ["Business rule refused the request", "Insufficient capacity."],
+  401: ["Missing, malformed, wrong, revoked or expired credential", "Unauthenticated."],
+  403: ["API disabled site-wide, account or group disabled, API not allowed for the group, or a temporary token beyond upload", "The API is disabled on this site."],
+  404: ["Not found, or not owned by the caller (the two look the same)", "Image not found."],
+  415: ["The request body is not in a supported media type", "Unsupported Media Type."],
+  500: ["Storage or server failure; the message carries no internals", "Internal server error."],
+  503: ["The database does not answer", "Service unavailable."],
+} as const;
+
+type ErrorStatus = keyof typeof errorDescriptions | 422;
+
+/** The error answers of an operation, each with the envelope schema and an example. */
+export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
+  const out: Record<number, unknown> = {};
+  for (const status of statuses) {
+    if (status === 422) {
+      out[422] = {
+        description: "A field is missing, has the wrong type or is out of range; see `errors`",
+        content: { "application/json": { schema: ValidationError } },
+      };
+      continue;
+    }
+    const [description, message] = errorDescriptions[status];
+    out[status] = {
+      description,
+      content: {
+        "application/json": {
+          schema: ErrorEnvelope,
+          example: { status: false, message, data: null, ...(status === 500 ? { request_id: "b3f1c2d4" } : {}) },
+        },
+      },
+    };
+  }
+  return out as { [K in S[number]]: { description: string; content: { "application/json": { schema: typeof ErrorEnvelope } } } };
+}
+
+export function okResponse<T extends z.ZodType>(schema: T, description: string) {
+  return { 200: { description, content: { "application/json": { schema } } } };
+}
+
+type SecurityRequirement = Record<string, string[]>;
+/** A bearer token, or none (guest). Declared with a wide type: an inline `{}` breaks the handler's input types. */
+export const bearerOrGuest: SecurityRequirement[] = [{ bearerAuth: [] }, {}];

@@ -1,0 +1,124 @@
+import { z } from "@hono/zod-openapi";
+
+export const dateTime = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
+  .openapi({ description: "`YYYY-MM-DD HH:MM:SS` in the server's time zone", example: "2026-11-22 10:30:00" });
+
+export const ErrorEnvelope = z
+  .object({
+    status: z.literal(false),
+    message: z.string().openapi({ description: "Human-readable reason", example: "Unauthenticated." }),
+    data: z.null(),
+    request_id: z
+      .string()
+      .optional()
+      .openapi({ description: "Present on 500 answers; the server log carries the same id" }),
+  })
+  .openapi("ErrorEnvelope", { description: "Failure envelope: `status` false, a reason in `message`, `data` null." });
+
+export const ValidationError = z
+  .object({
+    status: z.literal(false),
+    message: z.string().openapi({ example: "The per page field must be between 1 and 100." }),
+    data: z.null(),
+    errors: z
+      .record(z.string(), z.array(z.string()))
+      .openapi({
+        description: "Field name → messages. Nested fields are joined with dots.",
+        example: { per_page: ["The per page field must be between 1 and 100."] },
+      }),
+  })
+  .openapi("ValidationError", { description: "HTTP 422: a field is missing, has the wrong type or is out of range." });
+
+/** The success envelope around a named payload schema. */
+export function envelope<T extends z.ZodType>(data: T, name: string) {
+  return z
+    .object({
+      status: z.literal(true),
+      message: z.literal("success"),
+      data,
+    })
+    .openapi(name);
+}
+
+export const Profile = z
+  .object({
+    username: z.string().openapi({ example: "alice" }),
+    name: z.string().openapi({ example: "Alice" }),
+    avatar: z.url().openapi({ example: "https://www.gravatar.com/avatar/ff8d9819fc0e12bf0d24892e45987e249a28dce836a85cad60e28eaaa8c6d976?d=identicon" }),
+    email: z.string().openapi({ example: "alice@example.com" }),
+    capacity: z.number().openapi({ description: "Total capacity, KB", example: 1048576 }),
+    size: z.number().openapi({ description: "Used space, KB (may be fractional)", example: 120.5 }),
+    url: z.url().openapi({
+      description: "The user's home address on this site. The service has no web dashboard; this is the site address.",
+      example: "https://img.example.com/",
+    }),
+    image_num: z.number().int().openapi({ example: 3 }),
+    album_num: z.number().int().openapi({ example: 1 }),
+    registered_ip: z.string().openapi({ example: "203.0.113.7" }),
+  })
+  .openapi("Profile");
+
+export const Strategy = z
+  .object({
+    id: z.number().int().openapi({ example: 1 }),
+    name: z.string().openapi({ example: "Local" }),
+  })
+  .openapi("Strategy");
+
+export const TemporaryToken = z
+  .object({
+    token: z.string().openapi({ example: "Xb1sQ9v0mS2r3Jc5k8WnZt7yLp4aHd6gFe1uR0qC" }),
+    expired_at: dateTime,
+  })
+  .openapi("TemporaryToken");
+
+const ImageLinks = z
+  .object({
+    url: z.url(),
+    thumbnail_url: z.url(),
+    html: z.string(),
+    bbcode: z.string(),
+    markdown: z.string(),
+    markdown_with_link: z.string(),
+    delete_url: z.url(),
+  })
+  .openapi("ImageLinks", { description: "The same addresses and snippets, where existing uploaders (PicGo, ShareX) read them." });
+
+export const Image = z
+  .object({
+    key: z.string().openapi({ description: "Image identifier, used in the delete path", example: "Qm7cX2kP9aLr4TzB" }),
+    name: z.string().openapi({ description: "Stored file name with extension", example: "x1Hq9ZL0cV2mN4bR7tWs.png" }),
+    origin_name: z.string().openapi({ description: "Uploaded file name", example: "screenshot.png" }),
+    size: z.number().openapi({ description: "KB (may be fractional)", example: 42.53 }),
+    mimetype: z.string().openapi({ example: "image/png" }),
+    extension: z.string().openapi({ description: "Without the dot", example: "png" }),
+    width: z.number().int().openapi({ example: 800 }),
+    height: z.number().int().openapi({ example: 600 }),
+    md5: z.string().openapi({ example: "9e107d9d372bb6826bd81d3542a419d6" }),
+    sha1: z.string().openapi({ example: "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12" }),
+    is_public: z.boolean(),
+    expired_at: dateTime.nullable().openapi({ description: "When the image is removed; null = kept until deleted" }),
+    created_at: dateTime,
+    pathname: z.string().openapi({ description: "Path of the object on its strategy", example: "2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png" }),
+    url: z.url().openapi({ example: "https://img.example.com/i/2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png" }),
+    thumbnail_url: z.url().openapi({ description: "WebP fitting 400×400; equals `url` when the image already fits" }),
+    html: z.string().openapi({ example: '<img src="https://img.example.com/i/2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png" alt="screenshot.png">' }),
+    bbcode: z.string().openapi({ example: "[img]https://img.example.com/i/2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png[/img]" }),
+    markdown: z.string().openapi({ example: "![screenshot.png](https://img.example.com/i/2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png)" }),
+    markdown_with_link: z.string(),
+    delete_url: z.url().openapi({ example: "https://img.example.com/api/v1/images/Qm7cX2kP9aLr4TzB" }),
+    links: ImageLinks,
+  })
+  .openapi("Image");
+
+export const ImagePage = z
+  .object({
+    current_page: z.number().int().openapi({ example: 1 }),
+    last_page: z.number().int().openapi({ example: 1 }),
+    per_page: z.number().int().openapi({ example: 30 }),
+    total: z.number().int().openapi({ description: "Number of images of the account", example: 1 }),
+    data: z.array(Image),
+  })
+  .openapi("ImagePage");

@@ -1,0 +1,126 @@
+import { timingSafeEqual } from "node:crypto";
+import { z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { bearerToken } from "../../http/auth.ts";
+import { unauthorized } from "../../errors.ts";
+import { sha256Hex } from "../../services/secrets.ts";
+import type { AppEnv } from "../../http/types.ts";
+
+export const adminTags = ["Administration"];
+export const adminSecurity = [{ adminToken: [] }];
+
+/** Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. */
+export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const token = bearerToken(c.req.header("authorization"));
+  if (token === null) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
+  const a = Buffer.from(sha256Hex(token), "hex");
+  const b = Buffer.from(sha256Hex(c.get("deps").config.adminToken), "hex");
+  if (!timingSafeEqual(a, b)) throw unauthorized("Invalid admin token.");
+  await next();
+};
+
+export const idParam = z.object({
+  id: z.coerce.number().int().positive().openapi({ param: { name: "id", in: "path" }, example: 1 }),
+});
+
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { "application/json": { schema } },
+});
+
+const nullableLimit = z.number().int().min(1).nullable();
+
+export const GroupInput = z
+  .object({
+    name: z.string().min(1).max(100),
+    enabled: z.boolean(),
+    allow_api: z.boolean(),
+    is_default: z.boolean().openapi({ description: "New users join the default group" }),
+    max_file_size_kb: z.number().int().min(1).max(1_048_576),
+    allowed_extensions: z.array(z.enum(["jpg", "jpeg", "png", "gif", "webp", "avif", "tif", "tiff"])).min(1),
+    max_pixels: z.number().int().min(1).max(1_000_000_000),
+    uploads_per_minute: nullableLimit,
+    uploads_per_hour: nullableLimit,
+    uploads_per_day: nullableLimit,
+    uploads_per_week: nullableLimit,
+    uploads_per_month: nullableLimit,
+    concurrent_uploads: nullableLimit,
+    retention_max_seconds: nullableLimit.openapi({ description: "Longest `expired_at` allowed, in seconds from now; null = no ceiling" }),
+    default_capacity_kb: z.number().int().min(0),
+    review_provider: z.enum(["none", "webhook"]),
+    review_webhook_url: z.url().nullable(),
+    review_timeout_ms: z.number().int().min(100).max(60_000),
+    review_fail_open: z.boolean().openapi({ description: "Accept the image when the review webhook fails or times out" }),
+    strategy_ids: z.array(z.number().int().positive()).openapi({ description: "Ordered: automatic uploads try them in this order" }),
+  })
+  .partial()
+  .openapi("GroupInput");
+
+export const Group = z
+  .object({
+    id: z.number().int(),
+    name: z.string(),
+    is_guest: z.boolean(),
+    is_default: z.boolean(),
+    enabled: z.boolean(),
+    allow_api: z.boolean(),
+    max_file_size_kb: z.number().int(),
+    allowed_extensions: z.array(z.string()),
+    max_pixels: z.number().int(),
+    uploads_per_minute: z.number().int().nullable(),
+    uploads_per_hour: z.number().int().nullable(),
+    uploads_per_day: z.number().int().nullable(),
+    uploads_per_week: z.number().int().nullable(),
+    uploads_per_month: z.number().int().nullable(),
+    concurrent_uploads: z.number().int().nullable(),
+    retention_max_seconds: z.number().int().nullable(),
+    default_capacity_kb: z.number().int(),
+    review_provider: z.enum(["none", "webhook"]),
+    review_webhook_url: z.string().nullable(),
+    review_timeout_ms: z.number().int(),
+    review_fail_open: z.boolean(),
+    strategy_ids: z.array(z.number().int()),
+  })
+  .openapi("Group");
+
+export const StrategyInput = z
+  .object({
+    name: z.string().min(1).max(100),
+    driver: z.enum(["local", "s3"]),
+    config: z.record(z.string(), z.unknown()).openapi({
+      description:
+        "local: `{root?, url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`",
+    }),
+    quota_kb: z.number().int().min(0).nullable().openapi({ description: "null = unlimited" }),
+    enabled: z.boolean(),
+  })
+  .partial()
+  .openapi("StrategyInput");
+
+export const AdminStrategy = z
+  .object({
+    id: z.number().int(),
+    name: z.string(),
+    driver: z.enum(["local", "s3"]),
+    config: z.record(z.string(), z.unknown()),
+    quota_kb: z.number().int().nullable(),
+    used_kb: z.number(),
+    enabled: z.boolean(),
+  })
+  .openapi("AdminStrategy");
+
+export const AdminUser = z
+  .object({
+    id: z.number().int(),
+    username: z.string(),
+    name: z.string(),
+    email: z.string(),
+    group_id: z.number().int(),
+    enabled: z.boolean(),
+    capacity_kb: z.number().int().nullable().openapi({ description: "null = the group's default capacity" }),
+    used_kb: z.number(),
+    image_num: z.number().int(),
+    album_num: z.number().int(),
+    registered_ip: z.string(),
+  })
+  .openapi("AdminUser");

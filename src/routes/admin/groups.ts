@@ -1,0 +1,89 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type GroupWithStrategies, listGroups, saveGroup } from "../../db/repositories/groups.ts";
+import { getStrategies } from "../../db/repositories/strategies.ts";
+import type { Db } from "../../db/client.ts";
+import { notFound, validationError } from "../../errors.ts";
+import { toCamel, toSnake } from "../../http/case.ts";
+import { respond } from "../../http/envelope.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope } from "../../http/schemas.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { adminSecurity, adminTags, Group, GroupInput, idParam, jsonBody, requireAdmin } from "./common.ts";
+
+const GroupResponse = envelope(Group, "GroupResponse");
+
+function toOutput(g: GroupWithStrategies) {
+  const { createdAt: _, strategyIds, ...rest } = g;
+  return { ...toSnake(rest), strategy_ids: strategyIds } as z.infer<typeof Group>;
+}
+
+async function checkStrategies(db: Db, ids: number[] | undefined) {
+  if (!ids) return;
+  if (new Set(ids).size !== ids.length) throw validationError({ strategy_ids: ["The strategy_ids must not repeat."] });
+  const found = await getStrategies(db, ids);
+  if (found.length !== ids.length) throw validationError({ strategy_ids: ["Every strategy id must exist."] });
+}
+
+async function save(db: Db, id: number | null, input: z.infer<typeof GroupInput>) {
+  const { strategy_ids, ...fields } = input;
+  await checkStrategies(db, strategy_ids);
+  const values = toCamel(fields);
+  if (values.reviewProvider === "webhook" && !values.reviewWebhookUrl && id === null) {
+    throw validationError({ review_webhook_url: ["A webhook review needs review_webhook_url."] });
+  }
+  return saveGroup(db, id, values, strategy_ids);
+}
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/groups",
+      operationId: "adminListGroups",
+      tags: adminTags,
+      summary: "List user groups",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      responses: {
+        ...okResponse(envelope(z.object({ groups: z.array(Group) }), "GroupListResponse"), "The groups"),
+        ...errorResponses(401, 500),
+      },
+    }),
+    async (c) => respond(c, { groups: (await listGroups(c.get("deps").db)).map(toOutput) }),
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/groups",
+      operationId: "adminCreateGroup",
+      tags: adminTags,
+      summary: "Create a user group",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { body: jsonBody(GroupInput.required({ name: true })) },
+      responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(401, 415, 422, 500) },
+    }),
+    async (c) => {
+      const group = await save(c.get("deps").db, null, c.req.valid("json"));
+      return respond(c, toOutput(group!));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "patch",
+      path: "/api/admin/groups/{id}",
+      operationId: "adminUpdateGroup",
+      tags: adminTags,
+      summary: "Change a user group (flags, limits, ordered strategies)",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { params: idParam, body: jsonBody(GroupInput) },
+      responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(401, 404, 415, 422, 500) },
+    }),
+    async (c) => {
+      const group = await save(c.get("deps").db, c.req.valid("param").id, c.req.valid("json"));
+      if (!group) throw notFound("Group not found.");
+      return respond(c, toOutput(group));
+    },
+  );
+}

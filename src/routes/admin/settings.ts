@@ -1,0 +1,57 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { getSettings, updateSettings } from "../../db/repositories/settings.ts";
+import { respond } from "../../http/envelope.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope } from "../../http/schemas.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { adminSecurity, adminTags, jsonBody, requireAdmin } from "./common.ts";
+
+const Settings = z
+  .object({
+    api_enabled: z.boolean().openapi({ description: "Site-wide API switch; off = 403 on every /api/v1 call" }),
+    guest_upload_enabled: z.boolean().openapi({ description: "Allow uploads and strategy listing without a token" }),
+  })
+  .openapi("Settings");
+
+const SettingsResponse = envelope(Settings, "SettingsResponse");
+const toOutput = (s: Awaited<ReturnType<typeof getSettings>>) => ({
+  api_enabled: s.apiEnabled,
+  guest_upload_enabled: s.guestUploadEnabled,
+});
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/settings",
+      operationId: "adminGetSettings",
+      tags: adminTags,
+      summary: "Read the site settings",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(401, 500) },
+    }),
+    async (c) => respond(c, toOutput(await getSettings(c.get("deps").db))),
+  );
+  app.openapi(
+    createRoute({
+      method: "patch",
+      path: "/api/admin/settings",
+      operationId: "adminUpdateSettings",
+      tags: adminTags,
+      summary: "Change the site settings",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { body: jsonBody(Settings.partial().strict()) },
+      responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(401, 415, 422, 500) },
+    }),
+    async (c) => {
+      const body = c.req.valid("json");
+      const s = await updateSettings(c.get("deps").db, {
+        apiEnabled: body.api_enabled,
+        guestUploadEnabled: body.guest_upload_enabled,
+      });
+      return respond(c, toOutput(s));
+    },
+  );
+}

@@ -1,0 +1,100 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { createStrategy, getStrategy, listStrategies, type Strategy, updateStrategy } from "../../db/repositories/strategies.ts";
+import { notFound, validationError } from "../../errors.ts";
+import { respond } from "../../http/envelope.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope } from "../../http/schemas.ts";
+import { fieldErrors } from "../../http/validation.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { localConfigSchema, s3ConfigSchema } from "../../storage/index.ts";
+import { AdminStrategy, adminSecurity, adminTags, idParam, jsonBody, requireAdmin, StrategyInput } from "./common.ts";
+
+const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");
+
+function toOutput(s: Strategy): z.infer<typeof AdminStrategy> {
+  const config = { ...s.config };
+  if (config.secret_access_key) config.secret_access_key = "********";
+  return { id: s.id, name: s.name, driver: s.driver, config, quota_kb: s.quotaKb, used_kb: s.usedBytes / 1024, enabled: s.enabled };
+}
+
+function checkConfig(driver: "local" | "s3", config: unknown) {
+  const parsed = (driver === "s3" ? s3ConfigSchema : localConfigSchema).strict().safeParse(config ?? {});
+  if (!parsed.success) {
+    const errors = fieldErrors(parsed.error);
+    throw validationError(Object.fromEntries(Object.entries(errors).map(([k, v]) => [`config.${k}`, v])));
+  }
+  return parsed.data as Record<string, unknown>;
+}
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/strategies",
+      operationId: "adminListStrategies",
+      tags: adminTags,
+      summary: "List storage strategies",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      responses: {
+        ...okResponse(envelope(z.object({ strategies: z.array(AdminStrategy) }), "AdminStrategyListResponse"), "The strategies"),
+        ...errorResponses(401, 500),
+      },
+    }),
+    async (c) => respond(c, { strategies: (await listStrategies(c.get("deps").db)).map(toOutput) }),
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/strategies",
+      operationId: "adminCreateStrategy",
+      tags: adminTags,
+      summary: "Create a storage strategy",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { body: jsonBody(StrategyInput.required({ name: true, driver: true })) },
+      responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(401, 415, 422, 500) },
+    }),
+    async (c) => {
+      const b = c.req.valid("json");
+      const s = await createStrategy(c.get("deps").db, {
+        name: b.name,
+        driver: b.driver,
+        config: checkConfig(b.driver, b.config),
+        quotaKb: b.quota_kb ?? null,
+        enabled: b.enabled ?? true,
+      });
+      return respond(c, toOutput(s));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "patch",
+      path: "/api/admin/strategies/{id}",
+      operationId: "adminUpdateStrategy",
+      tags: adminTags,
+      summary: "Change a storage strategy",
+      description: "Changing the driver of a strategy that holds images strands them; create a new strategy instead.",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { params: idParam, body: jsonBody(StrategyInput) },
+      responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(401, 404, 415, 422, 500) },
+    }),
+    async (c) => {
+      const { db } = c.get("deps");
+      const id = c.req.valid("param").id;
+      const b = c.req.valid("json");
+      const current = await getStrategy(db, id);
+      if (!current) throw notFound("Strategy not found.");
+      const driver = b.driver ?? current.driver;
+      const s = await updateStrategy(db, id, {
+        name: b.name,
+        driver: b.driver,
+        config: b.config !== undefined || b.driver ? checkConfig(driver, b.config ?? current.config) : undefined,
+        quotaKb: b.quota_kb,
+        enabled: b.enabled,
+      });
+      return respond(c, toOutput(s!));
+    },
+  );
+}

@@ -1,0 +1,159 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { getDefaultGroup, getGroup } from "../../db/repositories/groups.ts";
+import { createUser, getUser, listUsers, updateUser, type User } from "../../db/repositories/users.ts";
+import type { Db } from "../../db/client.ts";
+import { notFound, validationError } from "../../errors.ts";
+import { clientIp } from "../../http/auth.ts";
+import { respond } from "../../http/envelope.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope } from "../../http/schemas.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { AdminUser, adminSecurity, adminTags, idParam, jsonBody, requireAdmin } from "./common.ts";
+
+const UserResponse = envelope(AdminUser, "AdminUserResponse");
+
+const toOutput = (u: User): z.infer<typeof AdminUser> => ({
+  id: u.id,
+  username: u.username,
+  name: u.name,
+  email: u.email,
+  group_id: u.groupId,
+  enabled: u.enabled,
+  capacity_kb: u.capacityKb,
+  used_kb: u.usedBytes / 1024,
+  image_num: u.imageNum,
+  album_num: u.albumNum,
+  registered_ip: u.registeredIp,
+});
+
+const CreateUser = z
+  .object({
+    username: z.string().regex(/^[A-Za-z0-9_.-]{2,64}$/, "2–64 letters, digits, '_', '.' or '-'"),
+    email: z.email(),
+    name: z.string().min(1).max(100).optional(),
+    password: z.string().min(8).max(200).optional(),
+    group_id: z.number().int().positive().optional().openapi({ description: "Default: the default group" }),
+    capacity_kb: z.number().int().min(0).nullable().optional().openapi({ description: "null or absent = the group's default" }),
+    registered_ip: z.string().max(45).optional().openapi({ description: "Default: the address of the admin request" }),
+  })
+  .openapi("CreateUserInput");
+
+const UpdateUser = z
+  .object({
+    enabled: z.boolean(),
+    group_id: z.number().int().positive(),
+    capacity_kb: z.number().int().min(0).nullable(),
+    name: z.string().min(1).max(100),
+  })
+  .partial()
+  .openapi("UpdateUserInput");
+
+async function checkGroup(db: Db, id: number | undefined) {
+  if (id === undefined) return;
+  const group = await getGroup(db, id);
+  if (!group || group.isGuest) throw validationError({ group_id: ["The group_id must be an existing, non-guest group."] });
+}
+
+const isUniqueViolation = (e: unknown) => {
+  const err = e as { code?: string; cause?: { code?: string } };
+  return err.code === "23505" || err.cause?.code === "23505";
+};
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/users",
+      operationId: "adminListUsers",
+      tags: adminTags,
+      summary: "List users (optionally by exact username)",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { query: z.object({ username: z.string().optional().openapi({ example: "alice" }) }) },
+      responses: {
+        ...okResponse(envelope(z.object({ users: z.array(AdminUser) }), "AdminUserListResponse"), "The users"),
+        ...errorResponses(401, 422, 500),
+      },
+    }),
+    async (c) => respond(c, { users: (await listUsers(c.get("deps").db, c.req.valid("query").username)).map(toOutput) }),
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/api/admin/users",
+      operationId: "adminCreateUser",
+      tags: adminTags,
+      summary: "Create a user",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { body: jsonBody(CreateUser) },
+      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(401, 415, 422, 500) },
+    }),
+    async (c) => {
+      const { db } = c.get("deps");
+      const b = c.req.valid("json");
+      await checkGroup(db, b.group_id);
+      const groupId = b.group_id ?? (await getDefaultGroup(db))?.id;
+      if (!groupId) throw validationError({ group_id: ["There is no default group; give group_id."] });
+      try {
+        const user = await createUser(db, {
+          username: b.username,
+          email: b.email.toLowerCase(),
+          name: b.name ?? b.username,
+          groupId,
+          capacityKb: b.capacity_kb ?? null,
+          passwordHash: b.password ? await Bun.password.hash(b.password) : null,
+          registeredIp: b.registered_ip ?? clientIp(c),
+        });
+        return respond(c, toOutput(user));
+      } catch (e) {
+        if (isUniqueViolation(e)) throw validationError({ username: ["The username or email is already taken."] });
+        throw e;
+      }
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/admin/users/{id}",
+      operationId: "adminGetUser",
+      tags: adminTags,
+      summary: "Read a user",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { params: idParam },
+      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(401, 404, 422, 500) },
+    }),
+    async (c) => {
+      const user = await getUser(c.get("deps").db, c.req.valid("param").id);
+      if (!user) throw notFound("User not found.");
+      return respond(c, toOutput(user));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "patch",
+      path: "/api/admin/users/{id}",
+      operationId: "adminUpdateUser",
+      tags: adminTags,
+      summary: "Change a user (enabled, group, capacity, name)",
+      security: adminSecurity,
+      middleware: [requireAdmin] as const,
+      request: { params: idParam, body: jsonBody(UpdateUser) },
+      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(401, 404, 415, 422, 500) },
+    }),
+    async (c) => {
+      const { db } = c.get("deps");
+      const b = c.req.valid("json");
+      await checkGroup(db, b.group_id);
+      const user = await updateUser(db, c.req.valid("param").id, {
+        enabled: b.enabled,
+        groupId: b.group_id,
+        capacityKb: b.capacity_kb,
+        name: b.name,
+      });
+      if (!user) throw notFound("User not found.");
+      return respond(c, toOutput(user));
+    },
+  );
+}

@@ -1,0 +1,37 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { permanentOnly, requireCaller } from "../../http/auth.ts";
+import { respond } from "../../http/envelope.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope } from "../../http/schemas.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { deleteImage } from "../../services/delete.ts";
+
+export const deleteImageRoute = createRoute({
+  method: "delete",
+  path: "/api/v1/images/{key}",
+  operationId: "deleteImage",
+  tags: ["Images"],
+  summary: "Delete an image",
+  description:
+    "Deletes one of the account's images by `key` (or by its stored file name with extension). The stored object, its thumbnail and the record are removed synchronously and the space is released; this cannot be undone. A missing image and another account's image both answer 404. If the storage fails, nothing is deleted and the answer is 500. `data` is null. Requires a permanent token.",
+  security: [{ bearerAuth: [] }],
+  middleware: [requireCaller(permanentOnly)],
+  request: {
+    params: z.object({
+      key: z.string().min(1).max(255).openapi({ param: { name: "key", in: "path" }, example: "Qm7cX2kP9aLr4TzB" }),
+    }),
+  },
+  responses: {
+    ...okResponse(envelope(z.null(), "DeleteResponse"), "Deleted; `data` is null"),
+    ...errorResponses(401, 403, 404, 422, 500),
+  },
+});
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openapi(deleteImageRoute, async (c) => {
+    const caller = c.get("caller");
+    if (caller.kind !== "user") throw new Error("unreachable: deleting requires a user");
+    await deleteImage(c.get("deps"), caller.user.id, c.req.valid("param").key);
+    return respond(c, null);
+  });
+}

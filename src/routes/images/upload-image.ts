@@ -1,0 +1,126 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { authenticate, bearerToken, clientIp } from "../../http/auth.ts";
+import { respond } from "../../http/envelope.ts";
+import { BodyTooLarge, boundaryOf, parseMultipart, readBodyLimited } from "../../http/multipart.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope, Image } from "../../http/schemas.ts";
+import { parseDateTime } from "../../http/time.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { intField, validate } from "../../http/validation.ts";
+import { largestUploadKb } from "../../db/repositories/groups.ts";
+import { badRequest, validationError } from "../../errors.ts";
+import { uploadImage } from "../../services/upload.ts";
+
+const uploadAccess = { temporary: true, guest: true };
+/** Multipart headers and the small fields around the file. */
+const MULTIPART_OVERHEAD = 64 * 1024;
+
+export const UploadRequest = z
+  .object({
+    file: z.string().openapi({ type: "string", format: "binary", description: "The image. Its extension, declared Content-Type and content must agree." }),
+    strategy_id: z.number().int().optional().openapi({ description: "One of GET /strategies; no fallback when it lacks quota. Also accepted in the query string." }),
+    album_id: z.number().int().optional().openapi({ description: "An album of the account; not for guests" }),
+    permission: z.number().int().min(0).max(1).optional().openapi({ description: "1 = public (default), 0 = private; guests cannot upload private images. Private images are kept out of public listings; their unguessable address still serves them, so embeds keep working." }),
+    expired_at: z.string().optional().openapi({
+      description: "When the image is removed: ISO 8601 with an offset (2026-12-01T08:00:00+08:00) or `YYYY-MM-DD HH:MM:SS` in the server's time zone. Must be in the future (else 422) and within the group's retention ceiling (else 400).",
+      example: "2026-12-31T23:59:59Z",
+    }),
+    token: z.string().optional().openapi({ description: "A temporary upload token, for clients that cannot set headers" }),
+  })
+  .openapi("UploadRequest");
+
+const UploadFields = z.object({
+  strategy_id: intField(1, 2_147_483_647).optional(),
+  album_id: intField(1, 2_147_483_647).optional(),
+  permission: intField(0, 1).optional(),
+  expired_at: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === "") return undefined;
+      const d = parseDateTime(v);
+      if (!d) {
+        ctx.addIssue({ code: "custom", message: "use ISO 8601 with an offset, or YYYY-MM-DD HH:MM:SS" });
+        return z.NEVER;
+      }
+      return d;
+    }),
+});
+
+/** A header credential is checked before the body is read; without one the body's `token` field may carry it. */
+const headerAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const token = bearerToken(c.req.header("authorization"));
+  if (token !== null) c.set("caller", await authenticate(c.get("deps"), token, uploadAccess));
+  await next();
+};
+
+export const uploadImageRoute = createRoute({
+  method: "post",
+  path: "/api/v1/upload",
+  operationId: "uploadImage",
+  tags: ["Images"],
+  summary: "Upload an image",
+  description:
+    "Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). " +
+    "Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. " +
+    "Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. " +
+    "A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored.",
+  security: [{ bearerAuth: [] }, { temporaryToken: [] }, {}] as Record<string, string[]>[],
+  middleware: [headerAuth],
+  request: {
+    query: z.object({
+      strategy_id: z.string().optional().openapi({ description: "Same as the form field (for uploaders that put it in the query)", example: "1" }),
+    }),
+    body: {
+      required: true,
+      content: { "multipart/form-data": { schema: { $ref: "#/components/schemas/UploadRequest" } } },
+    },
+  },
+  responses: {
+    ...okResponse(envelope(Image, "ImageResponse"), "The stored image"),
+    ...errorResponses(400, 401, 403, 422, 500),
+  },
+});
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openAPIRegistry.register("UploadRequest", UploadRequest);
+  app.openapi(uploadImageRoute, async (c) => {
+    const deps = c.get("deps");
+    let caller = c.get("caller");
+    const boundary = boundaryOf(c.req.header("content-type"));
+    if (!boundary) {
+      if (!caller) caller = await authenticate(deps, null, uploadAccess);
+      throw validationError({ file: ["The file field is required: send multipart/form-data."] });
+    }
+    const limitKb = caller ? caller.group.maxFileSizeKb : await largestUploadKb(deps.db);
+    let body;
+    try {
+      body = parseMultipart(await readBodyLimited(c.req.raw, limitKb * 1024 + MULTIPART_OVERHEAD), boundary);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) throw badRequest(`The file is larger than the limit of ${limitKb} KB.`);
+      throw e;
+    }
+    if (!caller) caller = await authenticate(deps, body.fields.get("token")?.trim() || null, uploadAccess);
+
+    const fields = validate(UploadFields, {
+      strategy_id: body.fields.get("strategy_id") || c.req.query("strategy_id") || undefined,
+      album_id: body.fields.get("album_id") || undefined,
+      permission: body.fields.get("permission") || undefined,
+      expired_at: body.fields.get("expired_at"),
+    });
+    const file = body.files.get("file");
+    if (!file) throw validationError({ file: ["The file field is required."] });
+
+    const image = await uploadImage(deps, {
+      caller,
+      ip: clientIp(c),
+      file,
+      strategyId: fields.strategy_id,
+      albumId: fields.album_id,
+      isPublic: fields.permission !== 0,
+      expiredAt: fields.expired_at,
+    });
+    return respond(c, image);
+  });
+}

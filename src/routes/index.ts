@@ -1,0 +1,33 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../http/types.ts";
+import * as adminGroups from "./admin/groups.ts";
+import * as adminSettings from "./admin/settings.ts";
+import * as adminStrategies from "./admin/strategies.ts";
+import * as adminTokens from "./admin/tokens.ts";
+import * as adminUsers from "./admin/users.ts";
+import * as deleteImage from "./images/delete-image.ts";
+import * as listImages from "./images/list-images.ts";
+import * as uploadImage from "./images/upload-image.ts";
+import * as getProfile from "./profile/get-profile.ts";
+import * as serveObject from "./site/serve-object.ts";
+import * as listStrategies from "./strategies/list-strategies.ts";
+import * as createTemporaryTokens from "./tokens/create-temporary-tokens.ts";
+
+const modules = [
+  getProfile,
+  listStrategies,
+  uploadImage,
+  listImages,
+  deleteImage,
+  createTemporaryTokens,
+  adminSettings,
+  adminGroups,
+  adminStrategies,
+  adminUsers,
+  adminTokens,
+  serveObject,
+];
+
+export function registerRoutes(app: OpenAPIHono<AppEnv>) {
+  for (const m of modules) m.register(app);
+}

@@ -1,0 +1,93 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { findImageByStoredPath } from "../../db/repositories/images.ts";
+import { failure } from "../../http/envelope.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { LocalStorage } from "../../storage/local.ts";
+
+const ONE_YEAR = 31_536_000;
+const securityHeaders = {
+  "x-content-type-options": "nosniff",
+  "content-security-policy": "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox",
+  "cross-origin-resource-policy": "cross-origin",
+  "accept-ranges": "bytes",
+};
+
+/** `bytes=a-b`, `bytes=a-`, `bytes=-n` → [start, end] inclusive; null = serve whole; "unsatisfiable" = 416. */
+function parseRange(header: string, size: number): [number, number] | null | "unsatisfiable" {
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === "" && m[2] === "")) return null; // multiple or malformed ranges: ignore, serve whole
+  let start: number;
+  let end: number;
+  if (m[1] === "") {
+    const suffix = Number(m[2]);
+    if (suffix === 0) return "unsatisfiable";
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+    if (m[2] !== "" && Number(m[2]) < start) return null;
+  }
+  if (start >= size || size === 0) return "unsatisfiable";
+  return [start, end];
+}
+
+/** Serves objects of local strategies at BASE_URL/i/<path>, with validators and ranges. */
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.get("/i/*", async (c) => {
+    const deps = c.get("deps");
+    const notFound = () => c.json(failure("Not found."), 404, { "x-content-type-options": "nosniff" });
+    let path: string;
+    try {
+      path = decodeURIComponent(c.req.path.slice(3));
+    } catch {
+      return notFound();
+    }
+    const found = await findImageByStoredPath(deps.db, path);
+    if (!found || found.strategy.driver !== "local") return notFound();
+    const { image, strategy } = found;
+    const now = deps.clock();
+    if (image.expiredAt && image.expiredAt.getTime() <= now.getTime()) return notFound();
+
+    const storage = deps.storage.for(strategy);
+    const file = storage instanceof LocalStorage ? storage.resolve(path) : null;
+    if (!file) return notFound();
+    const blob = Bun.file(file);
+    if (!(await blob.exists())) return notFound();
+
+    const size = blob.size;
+    const isThumbnail = path !== image.path;
+    const etag = `"${isThumbnail ? "t-" : ""}${image.sha1}"`;
+    const lastModified = new Date(Math.floor(image.createdAt.getTime() / 1000) * 1000);
+    const maxAge = image.expiredAt ? Math.max(0, Math.floor((image.expiredAt.getTime() - now.getTime()) / 1000)) : ONE_YEAR;
+    const headers: Record<string, string> = {
+      ...securityHeaders,
+      "content-type": isThumbnail ? "image/webp" : image.mimetype,
+      etag,
+      "last-modified": lastModified.toUTCString(),
+      "cache-control": image.expiredAt ? `public, max-age=${maxAge}` : `public, max-age=${ONE_YEAR}, immutable`,
+    };
+
+    const ifNoneMatch = c.req.header("if-none-match");
+    const ifModifiedSince = c.req.header("if-modified-since");
+    const notModified = ifNoneMatch
+      ? ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === `W/${etag}` || t.trim() === "*")
+      : ifModifiedSince !== undefined && Date.parse(ifModifiedSince) >= lastModified.getTime();
+    if (notModified) return new Response(null, { status: 304, headers });
+
+    const rangeHeader = c.req.header("range");
+    const ifRange = c.req.header("if-range");
+    const range = rangeHeader && (!ifRange || ifRange === etag) ? parseRange(rangeHeader, size) : null;
+    if (range === "unsatisfiable") {
+      return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${size}` } });
+    }
+    const body = c.req.method === "HEAD" ? null : range ? blob.slice(range[0], range[1] + 1) : blob;
+    if (range) {
+      return new Response(body, {
+        status: 206,
+        headers: { ...headers, "content-range": `bytes ${range[0]}-${range[1]}/${size}`, "content-length": String(range[1] - range[0] + 1) },
+      });
+    }
+    return new Response(body, { status: 200, headers: { ...headers, "content-length": String(size) } });
+  });
+}

@@ -1,0 +1,61 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { permanentOnly, requireCaller } from "../../http/auth.ts";
+import { respond } from "../../http/envelope.ts";
+import { errorResponses, okResponse } from "../../http/responses.ts";
+import { envelope, TemporaryToken } from "../../http/schemas.ts";
+import { formatDateTime } from "../../http/time.ts";
+import type { AppEnv } from "../../http/types.ts";
+import { intField, readFields, validate } from "../../http/validation.ts";
+import { issueTemporaryTokens } from "../../services/tokens.ts";
+
+export const TemporaryTokenRequest = z
+  .object({
+    num: intField(1, 100).openapi({ type: "integer", minimum: 1, maximum: 100, description: "Number of tokens to create", example: 5 }),
+    seconds: intField(1, 2626560).openapi({
+      type: "integer",
+      minimum: 1,
+      maximum: 2626560,
+      description: "Validity in seconds (about 30.4 days at most)",
+      example: 3600,
+    }),
+  })
+  .openapi("TemporaryTokenRequest");
+
+const bodyRef = { $ref: "#/components/schemas/TemporaryTokenRequest" };
+
+export const createTemporaryTokensRoute = createRoute({
+  method: "post",
+  path: "/api/v1/images/tokens",
+  operationId: "createTemporaryTokens",
+  tags: ["Tokens"],
+  summary: "Issue temporary upload tokens",
+  description:
+    "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. The body may be JSON or a form. Requires a permanent token.",
+  security: [{ bearerAuth: [] }],
+  middleware: [requireCaller(permanentOnly)] as const,
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": { schema: bodyRef, example: { num: 5, seconds: 3600 } },
+        "application/x-www-form-urlencoded": { schema: bodyRef },
+      },
+    },
+  },
+  responses: {
+    ...okResponse(envelope(z.object({ tokens: z.array(TemporaryToken) }), "TemporaryTokenListResponse"), "The new tokens"),
+    ...errorResponses(401, 403, 422, 500),
+  },
+});
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.openAPIRegistry.register("TemporaryTokenRequest", TemporaryTokenRequest);
+  app.openapi(createTemporaryTokensRoute, async (c) => {
+    const { num, seconds } = validate(TemporaryTokenRequest, await readFields(c));
+    const caller = c.get("caller");
+    if (caller.kind !== "user") throw new Error("unreachable: tokens require a user");
+    const { db, clock } = c.get("deps");
+    const issued = await issueTemporaryTokens(db, caller.user.id, num, seconds, clock());
+    return respond(c, { tokens: issued.map((t) => ({ token: t.token, expired_at: formatDateTime(t.expiredAt) })) });
+  });
+}

@@ -1,0 +1,36 @@
+import type { Deps } from "../deps.ts";
+import { deleteImageAndRelease, findImageForOwner, type ImageRow, type Tx } from "../db/repositories/images.ts";
+import { getStrategy } from "../db/repositories/strategies.ts";
+import { AppError, notFound } from "../errors.ts";
+import { StorageError } from "../storage/index.ts";
+
+/**
+ * Removes the stored object and thumbnail while the record is locked, then the record, releasing quota
+ * and capacity, in one transaction. A storage failure rolls everything back: the record stays.
+ */
+export async function removeImage(deps: Deps, tx: Tx, image: ImageRow) {
+  const strategy = await getStrategy(tx as never, image.strategyId);
+  if (strategy) {
+    const storage = deps.storage.for(strategy);
+    try {
+      await storage.delete(image.path);
+      if (image.thumbnailPath) await storage.delete(image.thumbnailPath);
+    } catch (e) {
+      if (e instanceof StorageError) {
+        console.error(`delete ${image.key}: ${e.message}`);
+        throw new AppError("internal", "The storage service failed; the image was not deleted.");
+      }
+      throw e;
+    }
+  }
+  await deleteImageAndRelease(tx, image);
+}
+
+/** Contract 4.5: by key or stored file name; missing and foreign images are the same 404. */
+export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string) {
+  await deps.db.transaction(async (tx) => {
+    const image = await findImageForOwner(tx, keyOrName, ownerId, true);
+    if (!image) throw notFound("Image not found.");
+    await removeImage(deps, tx, image);
+  });
+}

@@ -1,0 +1,53 @@
+import type { ImageRow } from "../db/repositories/images.ts";
+import type { Strategy } from "../db/repositories/strategies.ts";
+import { formatDateTime } from "../http/time.ts";
+import type { StorageRegistry } from "../storage/index.ts";
+
+const escapeHtml = (s: string) =>
+  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeMarkdownText = (s: string) => s.replace(/[\\[\]]/g, "\\$&").replace(/[\r\n]+/g, " ");
+/** Our URLs are percent-encoded already; these keep a stray character from ending a snippet early. */
+const markdownUrl = (u: string) => u.replace(/[()\s<>]/g, encodeURIComponent);
+const bbcodeUrl = (u: string) => u.replace(/[[\]\s]/g, encodeURIComponent);
+
+/** The contract's uploaded-image object (2.4), plus `links` and `pathname` for existing uploaders. */
+export function toImageResource(
+  image: ImageRow,
+  strategy: Pick<Strategy, "id" | "driver" | "config">,
+  storage: StorageRegistry,
+  baseUrl: string,
+) {
+  const driver = storage.for(strategy);
+  const url = driver.url(image.path);
+  const thumbnailUrl = image.thumbnailPath ? driver.url(image.thumbnailPath) : url;
+  const alt = image.originName;
+  const links = {
+    url,
+    thumbnail_url: thumbnailUrl,
+    html: `<img src="${escapeHtml(url)}" alt="${escapeHtml(alt)}">`,
+    bbcode: `[img]${bbcodeUrl(url)}[/img]`,
+    markdown: `![${escapeMarkdownText(alt)}](${markdownUrl(url)})`,
+    markdown_with_link: `[![${escapeMarkdownText(alt)}](${markdownUrl(url)})](${markdownUrl(url)})`,
+    delete_url: `${baseUrl}/api/v1/images/${encodeURIComponent(image.key)}`,
+  };
+  return {
+    key: image.key,
+    name: image.name,
+    origin_name: image.originName,
+    size: image.size / 1024,
+    mimetype: image.mimetype,
+    extension: image.extension,
+    width: image.width,
+    height: image.height,
+    md5: image.md5,
+    sha1: image.sha1,
+    is_public: image.isPublic,
+    expired_at: image.expiredAt ? formatDateTime(image.expiredAt) : null,
+    created_at: formatDateTime(image.createdAt),
+    pathname: image.path,
+    ...links,
+    links,
+  };
+}
+
+export type ImageResource = ReturnType<typeof toImageResource>;

@@ -1,0 +1,85 @@
+import { and, eq, gt, lt, sql } from "drizzle-orm";
+import type { Db } from "../db/client.ts";
+import type { Group } from "../db/repositories/groups.ts";
+import type { Tx } from "../db/repositories/images.ts";
+import { uploadLeases, uploadLog } from "../db/schema.ts";
+import { badRequest } from "../errors.ts";
+
+const windows = [
+  ["minute", 60, "uploadsPerMinute"],
+  ["hour", 3600, "uploadsPerHour"],
+  ["day", 86_400, "uploadsPerDay"],
+  ["week", 7 * 86_400, "uploadsPerWeek"],
+  ["month", 30 * 86_400, "uploadsPerMonth"],
+] as const;
+
+export const LOG_RETENTION_SECONDS = 31 * 86_400;
+
+const hasFrequencyLimit = (g: Group) => windows.some(([, , field]) => g[field] !== null);
+
+/**
+ * Rolling windows: every accepted upload of the subject in the last minute/hour/day/7 days/30 days
+ * counts, deleted or not. Inside a transaction the subject is locked first, so concurrent uploads
+ * cannot both see the last free slot.
+ */
+export async function checkFrequency(db: Db | Tx, group: Group, subject: string, now: Date, lock: boolean) {
+  if (!hasFrequencyLimit(group)) return;
+  if (lock) await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`freq:${subject}`}))`);
+  const longest = Math.max(...windows.filter(([, , f]) => group[f] !== null).map(([, s]) => s));
+  const t = (seconds: number) => new Date(now.getTime() - seconds * 1000);
+  const [counts] = await db
+    .select({
+      minute: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(60)}))::int`,
+      hour: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(3600)}))::int`,
+      day: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(86_400)}))::int`,
+      week: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(7 * 86_400)}))::int`,
+      month: sql<number>`count(*)::int`,
+    })
+    .from(uploadLog)
+    .where(and(eq(uploadLog.subject, subject), gt(uploadLog.createdAt, t(longest))));
+  for (const [name, , field] of windows) {
+    const limit = group[field];
+    if (limit !== null && counts![name] >= limit) {
+      throw badRequest(`Upload frequency limit reached: at most ${limit} uploads per ${name}.`);
+    }
+  }
+}
+
+export async function recordUpload(tx: Tx, subject: string, now: Date) {
+  await tx.insert(uploadLog).values({ subject, createdAt: now });
+}
+
+const LEASE_SECONDS = 600;
+
+/**
+ * Takes one of the group's concurrent-upload slots for the subject, or refuses with 400. Slots live in
+ * the database so the limit holds across instances; a crashed process's slot lapses after 10 minutes.
+ * Returns the release function.
+ */
+export async function acquireUploadSlot(db: Db, group: Group, subject: string, now: Date): Promise<() => Promise<void>> {
+  const limit = group.concurrentUploads;
+  if (limit === null) return async () => {};
+  const leaseId = await db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`lease:${subject}`}))`);
+    const [row] = await tx
+      .select({ n: sql<number>`count(*)::int` })
+      .from(uploadLeases)
+      .where(and(eq(uploadLeases.subject, subject), gt(uploadLeases.expiresAt, now)));
+    if (row!.n >= limit) return null;
+    const [lease] = await tx
+      .insert(uploadLeases)
+      .values({ subject, expiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000) })
+      .returning({ id: uploadLeases.id });
+    return lease!.id;
+  });
+  if (leaseId === null) throw badRequest(`Too many concurrent uploads: at most ${limit} at a time.`);
+  return async () => {
+    await db.delete(uploadLeases).where(eq(uploadLeases.id, leaseId));
+  };
+}
+
+/** Housekeeping for the sweeper: old log rows and lapsed leases. */
+export async function pruneLimits(db: Db, now: Date) {
+  await db.delete(uploadLog).where(lt(uploadLog.createdAt, new Date(now.getTime() - LOG_RETENTION_SECONDS * 1000)));
+  await db.delete(uploadLeases).where(lt(uploadLeases.expiresAt, now));
+}

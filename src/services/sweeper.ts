@@ -1,0 +1,46 @@
+import type { Deps } from "../deps.ts";
+import { lockNextExpiredImage } from "../db/repositories/images.ts";
+import { deleteExpiredTemporaryTokens } from "../db/repositories/tokens.ts";
+import { removeImage } from "./delete.ts";
+import { pruneLimits } from "./limits.ts";
+
+/**
+ * Removes images past expired_at (objects, record, quota), one transaction each. Rows are taken with
+ * FOR UPDATE SKIP LOCKED, so several instances sweeping at once never remove the same image twice.
+ * Returns how many were removed.
+ */
+export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
+  const now = deps.clock();
+  let removed = 0;
+  while (removed < max) {
+    const done = await deps.db
+      .transaction(async (tx) => {
+        const image = await lockNextExpiredImage(tx, now);
+        if (!image) return true;
+        await removeImage(deps, tx, image);
+        return false;
+      })
+      .catch((e) => {
+        console.error(`sweeper: ${(e as Error).message}`);
+        return true; // storage trouble: try again next round
+      });
+    if (done) break;
+    removed++;
+  }
+  await pruneLimits(deps.db, now);
+  await deleteExpiredTemporaryTokens(deps.db, new Date(now.getTime() - 86_400_000));
+  return removed;
+}
+
+export function startSweeper(deps: Deps, intervalMs: number) {
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = sweepExpired(deps).catch((e) => console.error(`sweeper: ${(e as Error).message}`));
+  }, intervalMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
