@@ -1,7 +1,6 @@
 import { dirname, join } from "node:path";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
-import { sql } from "drizzle-orm";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
@@ -23,7 +22,7 @@ export const apiInfo = {
 // the standalone bundle is not in the package exports; it sits beside the main entry
 const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
 
-export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string) {
+export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, version: "3.1" | "3.0" = "3.1") {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",
@@ -40,7 +39,7 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string) {
     description: "ADMIN_TOKEN of the server",
   });
   const config = {
-    openapi: "3.1.0",
+    openapi: version === "3.1" ? "3.1.0" : "3.0.3",
     info: apiInfo,
     servers: [{ url: serverUrl }],
     tags: [
@@ -52,7 +51,7 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string) {
       { name: "Service", description: "Health" },
     ],
   };
-  return app.getOpenAPI31Document(config);
+  return version === "3.1" ? app.getOpenAPI31Document(config) : app.getOpenAPIDocument(config);
 }
 
 export function createApp(deps: Deps) {
@@ -77,15 +76,6 @@ export function createApp(deps: Deps) {
   });
 
   registerRoutes(app);
-
-  app.get("/health", async (c) => {
-    try {
-      await deps.db.execute(sql`select 1`);
-      return c.json({ status: true, message: "success", data: { database: "up" } }, 200);
-    } catch {
-      return c.json(failure("The database does not answer."), 503);
-    }
-  });
 
   let served: unknown;
   app.get("/api/v1/openapi.json", (c) => c.json((served ??= buildDocument(app, deps.config.baseUrl))));

@@ -17,6 +17,8 @@ export interface Database {
   /** Applies drizzle/ migrations; idempotent and safe when several instances start at once. */
   migrate(): Promise<void>;
   close(): Promise<void>;
+  /** PGlite only: the whole data directory, to clone a prepared database quickly (tests). */
+  dumpDataDir?: () => Promise<Blob>;
 }
 
 export const migrationsFolder = resolve(import.meta.dir, "../../drizzle");
@@ -29,13 +31,13 @@ export function openPostgres(url: string, options: { max?: number } = {}): Datab
     db,
     driver: "postgres",
     async migrate() {
-      const reserved = await client.reserve();
+      // one connection, so the advisory lock and the migration share a session
+      const single = postgres(url, { max: 1, onnotice: () => {} });
       try {
-        await reserved`select pg_advisory_lock(${MIGRATION_LOCK})`;
-        await migratePostgres(drizzlePostgres(reserved, { schema }), { migrationsFolder });
+        await single`select pg_advisory_lock(${MIGRATION_LOCK})`;
+        await migratePostgres(drizzlePostgres(single, { schema }), { migrationsFolder });
       } finally {
-        await reserved`select pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
-        reserved.release();
+        await single.end({ timeout: 5 });
       }
     },
     close: () => client.end({ timeout: 5 }),
@@ -59,6 +61,7 @@ export async function openPglite(dataDir: string | undefined, options: { loadDat
       db,
       driver: "pglite",
       migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
+      dumpDataDir: async () => (await client.dumpDataDir("none")) as Blob,
       async close() {
         await client.close();
         releaseLock();

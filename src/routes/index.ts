@@ -9,6 +9,7 @@ import * as deleteImage from "./images/delete-image.ts";
 import * as listImages from "./images/list-images.ts";
 import * as uploadImage from "./images/upload-image.ts";
 import * as getProfile from "./profile/get-profile.ts";
+import * as health from "./site/health.ts";
 import * as serveObject from "./site/serve-object.ts";
 import * as listStrategies from "./strategies/list-strategies.ts";
 import * as createTemporaryTokens from "./tokens/create-temporary-tokens.ts";
@@ -25,9 +26,16 @@ const modules = [
   adminStrategies,
   adminUsers,
   adminTokens,
+  health,
   serveObject,
 ];
 
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {
   for (const m of modules) m.register(app);
+}
+
+/** The routes alone, for generating the spec without a database. */
+export function routesOnly<T extends OpenAPIHono<AppEnv>>(app: T): T {
+  registerRoutes(app);
+  return app;
 }

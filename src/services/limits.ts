@@ -27,12 +27,14 @@ export async function checkFrequency(db: Db | Tx, group: Group, subject: string,
   if (lock) await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`freq:${subject}`}))`);
   const longest = Math.max(...windows.filter(([, , f]) => group[f] !== null).map(([, s]) => s));
   const t = (seconds: number) => new Date(now.getTime() - seconds * 1000);
+  // raw SQL parameters: postgres.js under drizzle does not serialise Date objects there
+  const since = (seconds: number) => sql`${t(seconds).toISOString()}::timestamptz`;
   const [counts] = await db
     .select({
-      minute: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(60)}))::int`,
-      hour: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(3600)}))::int`,
-      day: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(86_400)}))::int`,
-      week: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${t(7 * 86_400)}))::int`,
+      minute: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${since(60)}))::int`,
+      hour: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${since(3600)}))::int`,
+      day: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${since(86_400)}))::int`,
+      week: sql<number>`(count(*) filter (where ${uploadLog.createdAt} > ${since(7 * 86_400)}))::int`,
       month: sql<number>`count(*)::int`,
     })
     .from(uploadLog)

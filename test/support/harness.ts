@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import createClient from "openapi-fetch";
+import postgres from "postgres";
+import type { paths } from "../../openapi/schema";
+import { createApp } from "../../src/app.ts";
+import { type Database, openPglite, openPostgres } from "../../src/db/client.ts";
+import { seedDatabase } from "../../src/db/seed.ts";
+import type { Deps } from "../../src/deps.ts";
+import { StorageRegistry } from "../../src/storage/index.ts";
+import { checkAgainstSpec } from "./spec.ts";
+
+export const BASE_URL = "http://img.test";
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+let pgliteTemplate: Promise<Blob> | undefined;
+
+/** A migrated and seeded PGlite, built once per test run and cloned per test file. */
+function template(): Promise<Blob> {
+  pgliteTemplate ??= (async () => {
+    const db = await openPglite(undefined);
+    await db.migrate();
+    await seedDatabase(db.db);
+    const dump = await db.dumpDataDir!();
+    await db.close();
+    return dump;
+  })();
+  return pgliteTemplate;
+}
+
+/** A fresh database: PGlite by default, a new database on TEST_DATABASE_URL's server when it is set. */
+async function freshDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
+  const serverUrl = process.env.TEST_DATABASE_URL;
+  if (!serverUrl) {
+    const database = await openPglite(undefined, { loadDataDir: await template() });
+    return { database, drop: async () => {} };
+  }
+  const name = `imghost_test_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const database = openPostgres(url.toString(), { max: 20 });
+  await database.migrate();
+  await seedDatabase(database.db);
+  return {
+    database,
+    drop: async () => {
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+export interface TestUser {
+  id: number;
+  username: string;
+  token: string;
+}
+
+export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
+
+export async function createTestContext() {
+  const { database, drop } = await freshDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), "imghost-test-"));
+  let offsetMs = 0;
+  const deps: Deps = {
+    db: database.db,
+    storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
+    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustProxy: true },
+    clock: () => new Date(Date.now() + offsetMs),
+  };
+  const app = createApp(deps);
+
+  /** In-process request; every API answer is checked against the committed spec. */
+  async function send(req: Request): Promise<Response> {
+    const res = await app.fetch(req);
+    const { pathname } = new URL(req.url);
+    if (pathname.startsWith("/api/") || pathname === "/health") {
+      const text = await res.clone().text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {}
+      checkAgainstSpec(req.method, pathname, res.status, res.headers.get("content-type"), body);
+    }
+    return res;
+  }
+
+  const request = (path: string, init: RequestInit = {}) =>
+    send(new Request(path.startsWith("http") ? path : `${BASE_URL}${path}`, init));
+
+  async function json<T = any>(path: string, init: RequestInit = {}): Promise<{ status: number; body: T; headers: Headers }> {
+    const res = await request(path, init);
+    return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+  }
+
+  async function admin<T = any>(method: string, path: string, body?: unknown) {
+    const res = await json<T>(path, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    if (res.status !== 200) throw new Error(`admin ${method} ${path} → ${res.status} ${JSON.stringify(res.body)}`);
+    return (res.body as { data: any }).data;
+  }
+
+  let userSeq = 0;
+  async function createUser(overrides: Record<string, unknown> = {}): Promise<TestUser> {
+    const username = `user${++userSeq}_${Math.random().toString(36).slice(2, 7)}`;
+    const user = await admin("POST", "/api/admin/users", { username, email: `${username}@example.com`, ...overrides });
+    const { token } = await admin("POST", `/api/admin/users/${user.id}/tokens`);
+    return { id: user.id, username, token };
+  }
+
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  /** The typed client generated from the spec (openapi-typescript + openapi-fetch), in-process. */
+  const api = createClient<paths>({ baseUrl: BASE_URL, fetch: send });
+
+  return {
+    app,
+    deps,
+    db: database.db,
+    driver: database.driver,
+    dataDir,
+    request,
+    json,
+    admin,
+    api,
+    bearer,
+    createUser,
+    defaultGroupId: 1,
+    guestGroupId: 2,
+    localStrategyId: 1,
+    /** Moves the service's clock forward. */
+    advance(ms: number) {
+      offsetMs += ms;
+    },
+    now: () => deps.clock(),
+    async close() {
+      await database.close();
+      await drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
