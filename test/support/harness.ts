@@ -29,6 +29,10 @@ function template(): Promise<Blob> {
   return pgliteTemplate;
 }
 
+export async function warmTemplate() {
+  if (!process.env.TEST_DATABASE_URL) await template();
+}
+
 /** A fresh database: PGlite by default, a new database on TEST_DATABASE_URL's server when it is set. */
 async function freshDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
   const serverUrl = process.env.TEST_DATABASE_URL;

@@ -1,0 +1,1 @@
+const hooks = require('hooks');
