@@ -578,7 +578,7 @@ const commands: Record<string, Record<string, Handler>> = {
     },
     async create(p, client, io) {
       const [name] = positionals(p, 1, "strategy create <name> --driver local|s3 [...]");
-      const body = { ...fieldsBody(p.flags, STRATEGY_FIELDS, "strategy create"), name };
+      const body: Record<string, unknown> = { ...fieldsBody(p.flags, STRATEGY_FIELDS, "strategy create"), name };
       if (body.driver === undefined) throw usageError("strategy create needs --driver local|s3");
       const s = await client().call<Record<string, unknown>>("POST", "/api/admin/strategies", body);
       print(p, io, s, () => {
@@ -630,12 +630,12 @@ export async function main(argv: string[], env: Env, io: Io): Promise<number> {
       io.out(USAGE);
       return 0;
     }
-    const handler = action === undefined ? undefined : commands[group]?.[action];
-    if (!handler || !Object.hasOwn(commands, group) || !Object.hasOwn(commands[group]!, action!)) {
-      const known = Object.hasOwn(commands, group);
+    const actions = Object.hasOwn(commands, group) ? commands[group]! : undefined;
+    const handler = actions && action !== undefined && Object.hasOwn(actions, action) ? actions[action]! : undefined;
+    if (!handler) {
       io.err(
-        known
-          ? `error: unknown command '${[group, action].filter(Boolean).join(" ")}' (${group} takes: ${Object.keys(commands[group]!).join(", ")})`
+        actions
+          ? `error: unknown command '${[group, action].filter(Boolean).join(" ")}' (${group} takes: ${Object.keys(actions).join(", ")})`
           : `error: unknown command '${group}'`,
       );
       io.err("");
@@ -646,7 +646,10 @@ export async function main(argv: string[], env: Env, io: Io): Promise<number> {
     await handler(p, () => (client ??= makeClient(env)), io);
     return 0;
   } catch (e) {
-    if (!(e instanceof CliError)) throw e;
+    if (!(e instanceof CliError)) {
+      io.err(`error: unexpected failure: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      return 1;
+    }
     io.err(`error: ${e.message}`);
     for (const line of e.details) io.err(line);
     if (e.showUsage) io.err("Run 'bun run cli --help' for the list of commands.");

@@ -113,7 +113,11 @@ function dispositionParam(header: string, param: string): string | null {
   const re = new RegExp(`(?:^|;)\\s*${escaped}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, "i");
   const m = re.exec(header);
   if (!m) return null;
-  if (m[1] !== undefined) return m[1].replace(/\\(.)/g, "$1");
+  if (m[1] !== undefined) {
+    // browsers percent-encode only these three (WHATWG multipart/form-data); a backslash before a
+    // quote is a quoted-pair, any other backslash is literal (old browsers send C:\path\name.png)
+    return m[1].replace(/\\"/g, '"').replace(/%22/gi, '"').replace(/%0D/gi, "\r").replace(/%0A/gi, "\n");
+  }
   const raw = m[2]!.trim();
   if (param.endsWith("*")) {
     // RFC 5987: charset'lang'percent-encoded

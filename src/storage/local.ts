@@ -23,10 +23,10 @@ export class LocalStorage implements Storage {
 
   async put(path: string, bytes: Uint8Array) {
     const full = this.mustResolve(path);
-    await mkdir(dirname(full), { recursive: true });
     // write then rename: a reader never sees a half-written object
     const temp = `${full}.${process.pid}.${crypto.randomUUID()}.part`;
     try {
+      await mkdir(dirname(full), { recursive: true });
       await writeFile(temp, bytes, { flag: "wx" });
       await rename(temp, full);
     } catch (e) {

@@ -9,6 +9,7 @@ import { type Database, openPglite, openPostgres } from "../../src/db/client.ts"
 import { seedDatabase } from "../../src/db/seed.ts";
 import type { Deps } from "../../src/deps.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";
+import { multipart, type Part } from "./images.ts";
 import { checkAgainstSpec } from "./spec.ts";
 
 export const BASE_URL = "http://img.test";
@@ -120,6 +121,23 @@ export async function createTestContext() {
 
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
+  /** POST /api/v1/upload with a hand-built multipart body. */
+  async function upload(
+    token: string | null,
+    file: { bytes: Uint8Array; filename: string; contentType?: string } | null,
+    fields: Record<string, string> = {},
+    options: { headers?: Record<string, string>; query?: string } = {},
+  ) {
+    const parts: Part[] = Object.entries(fields).map(([name, value]) => ({ name, value }));
+    if (file) parts.unshift({ name: "file", value: file.bytes, filename: file.filename, contentType: file.contentType });
+    const m = multipart(parts);
+    return json(`/api/v1/upload${options.query ?? ""}`, {
+      method: "POST",
+      headers: { ...(token ? bearer(token) : {}), "content-type": m.contentType, ...options.headers },
+      body: m.body,
+    });
+  }
+
   /** The typed client generated from the spec (openapi-typescript + openapi-fetch), in-process. */
   const api = createClient<paths>({ baseUrl: BASE_URL, fetch: send });
 
@@ -134,6 +152,7 @@ export async function createTestContext() {
     admin,
     api,
     bearer,
+    upload,
     createUser,
     defaultGroupId: 1,
     guestGroupId: 2,
