@@ -1,0 +1,326 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { main } from "../src/cli/index.ts";
+import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
+
+let ctx: TestContext;
+let server: ReturnType<typeof Bun.serve>;
+let BASE_URL: string;
+const tempDirs: string[] = [];
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: ctx.app.fetch });
+  BASE_URL = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(async () => {
+  await server.stop(true);
+  await ctx.close();
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number;
+  out: string[];
+  err: string[];
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI in-process against the real server. */
+async function cli(args: string[], env: Record<string, string | undefined> = { BASE_URL, ADMIN_TOKEN }): Promise<Run> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, env, { out: (s) => out.push(s), err: (s) => err.push(s) });
+  return { code, out, err, stdout: out.join("\n"), stderr: err.join("\n") };
+}
+
+/** Runs the CLI and expects exit 0, returning stdout. */
+async function ok(...args: string[]): Promise<string> {
+  const r = await cli(args);
+  if (r.code !== 0) throw new Error(`cli ${args.join(" ")} → ${r.code}\n${r.stderr}`);
+  expect(r.err).toEqual([]);
+  return r.stdout;
+}
+
+const lastLine = (s: string) => s.trimEnd().split("\n").at(-1)!;
+
+const profile = (token: string) => fetch(`${BASE_URL}/api/v1/profile`, { headers: { authorization: `Bearer ${token}` } });
+
+let seq = 0;
+const uniqueName = (prefix: string) => `${prefix}${++seq}_${Math.random().toString(36).slice(2, 7)}`;
+
+async function createUser(): Promise<{ id: number; username: string }> {
+  const username = uniqueName("cli");
+  const user = JSON.parse(await ok("user", "create", username, "--email", `${username}@example.com`, "--json"));
+  expect(user.username).toBe(username);
+  return { id: user.id, username };
+}
+
+describe("help and usage", () => {
+  test("no args, help and --help print the usage and exit 0", async () => {
+    for (const args of [[], ["help"], ["--help"]]) {
+      const r = await cli(args, {});
+      expect(r.code).toBe(0);
+      for (const cmd of ["user create", "user show", "user list", "user enable", "user disable", "user set", "token create",
+        "token revoke", "settings get", "settings set", "group list", "group create", "group set", "strategy list",
+        "strategy create", "strategy set", "album create"]) {
+        expect(r.stdout).toContain(cmd);
+      }
+    }
+  });
+
+  test("an unknown command prints the usage to stderr and exits 1", async () => {
+    for (const args of [["frobnicate"], ["user", "explode", "alice"], ["user"]]) {
+      const r = await cli(args);
+      expect(r.code).toBe(1);
+      expect(r.out).toEqual([]);
+      expect(r.stderr).toContain("unknown command");
+      expect(r.stderr).toContain("Usage:");
+    }
+  });
+
+  test("an unknown option exits 1 without calling the server", async () => {
+    const r = await cli(["group", "set", "1", "--uploads-per-fortnight", "3"], {});
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("--uploads-per-fortnight");
+  });
+});
+
+describe("users and tokens", () => {
+  test("user create + token create: the last line is a token that works on /api/v1/profile", async () => {
+    const username = uniqueName("alice");
+    const created = await ok("user", "create", username, "--email", `${username}@example.com`, "--name", "Alice");
+    expect(created).toContain(`username:`);
+    expect(created).toContain(username);
+
+    const out = await ok("token", "create", username);
+    const lines = out.trimEnd().split("\n");
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    const token = lastLine(out);
+    expect(token).toMatch(/^\d+\|\S+$/);
+
+    const res = await profile(token);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { data: { username: string } };
+    expect(body.data.username).toBe(username);
+  });
+
+  test("user show works by username and by id", async () => {
+    const { id, username } = await createUser();
+    const byName = JSON.parse(await ok("user", "show", username, "--json"));
+    const byId = JSON.parse(await ok("--json", "user", "show", String(id)));
+    expect(byName).toEqual(byId);
+    expect(byName).toMatchObject({ id, username, email: `${username}@example.com`, enabled: true, capacity_kb: null });
+
+    const human = await ok("user", "show", username);
+    expect(human).toMatch(new RegExp(`^id: +${id}$`, "m"));
+    expect(human).toMatch(new RegExp(`^username: +${username}$`, "m"));
+
+    const list = await ok("user", "list");
+    expect(list.split("\n")[0]).toMatch(/^ID +USERNAME/);
+    expect(list).toContain(username);
+    const listed = JSON.parse(await ok("user", "list", "--json")).users as { username: string }[];
+    expect(listed.map((u) => u.username)).toContain(username);
+  });
+
+  test("an unknown user exits 1", async () => {
+    for (const ref of ["nobody_here", "999999"]) {
+      const r = await cli(["user", "show", ref]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^error: /);
+    }
+    const r = await cli(["token", "create", "nobody_here"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("unknown user 'nobody_here'");
+  });
+
+  test("user set changes capacity and name; --capacity default resets it to null", async () => {
+    const { username } = await createUser();
+    let user = JSON.parse(await ok("user", "set", username, "--capacity", "2048", "--name", "Renamed", "--json"));
+    expect(user).toMatchObject({ capacity_kb: 2048, name: "Renamed", group_id: 1 });
+    user = JSON.parse(await ok("user", "set", username, "--capacity", "default", "--json"));
+    expect(user.capacity_kb).toBeNull();
+  });
+
+  test("user disable → profile 403; user enable → 200; token revoke → 401", async () => {
+    const { id, username } = await createUser();
+    const token = lastLine(await ok("token", "create", String(id)));
+    expect((await profile(token)).status).toBe(200);
+
+    expect(await ok("user", "disable", username)).toContain("disabled");
+    expect((await profile(token)).status).toBe(403);
+    expect(JSON.parse(await ok("user", "show", username, "--json")).enabled).toBe(false);
+
+    await ok("user", "enable", String(id));
+    expect((await profile(token)).status).toBe(200);
+
+    const tokenId = token.split("|")[0]!;
+    expect(await ok("token", "revoke", tokenId)).toContain(`Revoked token ${tokenId}`);
+    expect((await profile(token)).status).toBe(401);
+
+    // Revoking is idempotent on the server; an id that never existed is a 404.
+    expect((await cli(["token", "revoke", tokenId])).code).toBe(0);
+    const missing = await cli(["token", "revoke", "999999"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("error: Token not found.");
+  });
+
+  test("an API validation error exits 1 and prints the message and the field errors", async () => {
+    // "x" is also too short a username: every field error is listed on its own line.
+    const r = await cli(["user", "create", "x", "--email", "not-an-email"]);
+    expect(r.code).toBe(1);
+    expect(r.out).toEqual([]);
+    expect(r.err[0]).toMatch(/^error: The \w+ field is invalid/);
+    expect(r.stderr).toMatch(/^ +username: The username field is invalid/m);
+    expect(r.stderr).toMatch(/^ +email: The email field is invalid/m);
+
+    const email = await cli(["user", "create", uniqueName("bob"), "--email", "not-an-email"]);
+    expect(email.code).toBe(1);
+    expect(email.err[0]).toMatch(/^error: The email field is invalid/);
+  });
+
+  test("album create for a user named by username", async () => {
+    const { username } = await createUser();
+    const album = JSON.parse(await ok("album", "create", username, "Holidays", "--json"));
+    expect(album).toMatchObject({ name: "Holidays" });
+    expect(JSON.parse(await ok("user", "show", username, "--json")).album_num).toBe(1);
+  });
+});
+
+describe("settings", () => {
+  test("settings set guest_upload_enabled true, then settings get shows it", async () => {
+    expect(await ok("settings", "set", "guest_upload_enabled", "true")).toMatch(/^guest_upload_enabled: +true$/m);
+    expect(await ok("settings", "get")).toMatch(/^guest_upload_enabled: +true$/m);
+    expect(JSON.parse(await ok("settings", "get", "--json"))).toEqual({ api_enabled: true, guest_upload_enabled: true });
+
+    await ok("settings", "set", "guest_upload_enabled", "false");
+    expect(await ok("settings", "get")).toMatch(/^guest_upload_enabled: +false$/m);
+  });
+
+  test("a bad setting or value exits 1", async () => {
+    expect((await cli(["settings", "set", "nonsense", "true"])).code).toBe(1);
+    expect((await cli(["settings", "set", "api_enabled", "maybe"])).code).toBe(1);
+  });
+});
+
+describe("groups and strategies", () => {
+  test("group set 1 --uploads-per-minute 5 shows in group list --json", async () => {
+    const out = await ok("group", "set", "1", "--uploads-per-minute", "5");
+    expect(out).toMatch(/^uploads_per_minute: +5$/m);
+    const { groups } = JSON.parse(await ok("group", "list", "--json"));
+    expect(groups.find((g: { id: number }) => g.id === 1).uploads_per_minute).toBe(5);
+    expect(await ok("group", "list")).toMatch(/^ID +NAME/);
+
+    await ok("group", "set", "1", "--uploads_per_minute", "null");
+    const after = JSON.parse(await ok("group", "list", "--json")).groups.find((g: { id: number }) => g.id === 1);
+    expect(after.uploads_per_minute).toBeNull();
+  });
+
+  test("group create with typed fields; strategy create/set/list", async () => {
+    const s = JSON.parse(
+      await ok("strategy", "create", "Archive", "--driver", "local", "--quota-kb", "1000", "--config", '{"root":"/tmp/cli-archive"}', "--json"),
+    );
+    expect(s).toMatchObject({ name: "Archive", driver: "local", quota_kb: 1000, enabled: true, config: { root: "/tmp/cli-archive" } });
+
+    const updated = JSON.parse(await ok("strategy", "set", String(s.id), "--quota-kb", "null", "--enabled", "false", "--json"));
+    expect(updated).toMatchObject({ id: s.id, quota_kb: null, enabled: false });
+    expect(await ok("strategy", "list")).toContain("Archive");
+
+    const name = uniqueName("group");
+    const g = JSON.parse(
+      await ok(
+        "group", "create", name,
+        "--allowed-extensions", "jpg,png",
+        "--strategy-ids", `${s.id},1`,
+        "--max-file-size-kb", "512",
+        "--allow-api", "false",
+        "--concurrent-uploads", "2",
+        "--json",
+      ),
+    );
+    expect(g).toMatchObject({
+      name,
+      allowed_extensions: ["jpg", "png"],
+      strategy_ids: [s.id, 1],
+      max_file_size_kb: 512,
+      allow_api: false,
+      concurrent_uploads: 2,
+      is_guest: false,
+    });
+
+    // A user (named by username) can be moved into the new group.
+    const { username } = await createUser();
+    expect(JSON.parse(await ok("user", "set", username, "--group", String(g.id), "--json")).group_id).toBe(g.id);
+  });
+
+  test("server-side validation of a group field exits 1 with the field error", async () => {
+    const r = await cli(["group", "set", "1", "--allowed-extensions", "jpg,bmp"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("allowed_extensions");
+    const bad = await cli(["group", "set", "1", "--max-pixels", "lots"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("--max-pixels must be an integer");
+  });
+});
+
+describe("configuration", () => {
+  test("a missing admin token exits 1 with a clear message", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "imghost-cli-"));
+    tempDirs.push(dir);
+    const r = await cli(["settings", "get"], { BASE_URL, DATA_DIR: dir });
+    expect(r.code).toBe(1);
+    expect(r.err[0]).toContain("error: no admin token");
+    expect(r.stderr).toContain("ADMIN_TOKEN");
+    expect(r.stderr).toContain(join(dir, "admin-token"));
+  });
+
+  test("the admin token is read (trimmed) from DATA_DIR/admin-token when ADMIN_TOKEN is unset", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "imghost-cli-"));
+    tempDirs.push(dir);
+    writeFileSync(join(dir, "admin-token"), `  ${ADMIN_TOKEN}\n`);
+    const r = await cli(["settings", "get", "--json"], { BASE_URL, DATA_DIR: dir });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toHaveProperty("api_enabled");
+  });
+
+  test("a wrong admin token exits 1 with the server's message", async () => {
+    const r = await cli(["settings", "get"], { BASE_URL, ADMIN_TOKEN: "wrong-token-wrong-token" });
+    expect(r.code).toBe(1);
+    expect(r.err[0]).toBe("error: Invalid admin token.");
+  });
+
+  test("an unreachable server exits 1 naming BASE_URL", async () => {
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    const deadUrl = `http://127.0.0.1:${probe.port}`;
+    await probe.stop(true);
+    const r = await cli(["settings", "get"], { BASE_URL: deadUrl, ADMIN_TOKEN });
+    expect(r.code).toBe(1);
+    expect(r.err[0]).toContain(`cannot reach the server at BASE_URL=${deadUrl}`);
+  });
+
+  test("runs as a real subprocess through its entry point", async () => {
+    const proc = Bun.spawn(["bun", "run", "src/cli/index.ts", "settings", "get"], {
+      cwd: join(import.meta.dir, ".."),
+      env: { ...process.env, BASE_URL, ADMIN_TOKEN },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^api_enabled: +true$/m);
+    expect(stdout).toMatch(/^guest_upload_enabled: +(true|false)$/m);
+
+    const bad = Bun.spawn(["bun", "run", "src/cli/index.ts", "nonsense"], {
+      cwd: join(import.meta.dir, ".."),
+      env: { ...process.env, BASE_URL, ADMIN_TOKEN },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await bad.exited).toBe(1);
+  });
+});
