@@ -5,6 +5,7 @@ import type { AppEnv } from "../../http/types.ts";
 import { LocalStorage } from "../../storage/local.ts";
 
 const ONE_YEAR = 31_536_000;
+const storedPathShape = /^[A-Za-z0-9_.\/-]{1,300}$/;
 const securityHeaders = {
   "x-content-type-options": "nosniff",
   "content-security-policy": "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox",
@@ -43,6 +44,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
     } catch {
       return notFound();
     }
+    // stored paths are ours: date folders and base64url names; anything else cannot be a stored object
+    if (!storedPathShape.test(path) || path.split("/").includes("..")) return notFound();
     const found = await findImageByStoredPath(deps.db, path);
     if (!found || found.strategy.driver !== "local") return notFound();
     const { image, strategy } = found;
