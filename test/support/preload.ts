@@ -1,5 +1,7 @@
-// Builds the PGlite template once before any test file runs: creating a database takes seconds,
-// longer than a hook's default time limit on a busy machine.
+// Runs before every test file. Building the PGlite template (seconds) happens once here, and tests
+// that start servers or databases get more than bun's default 5 s on a busy 2-core machine.
+import { setDefaultTimeout } from "bun:test";
 import { warmTemplate } from "./harness.ts";
 
+setDefaultTimeout(60_000);
 await warmTemplate();
