@@ -127,14 +127,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read the site settings */
+        /**
+         * Read the site settings
+         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call) and `guest_upload_enabled` (uploads and strategy listing without a token).
+         */
         get: operations["adminGetSettings"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change the site settings */
+        /**
+         * Change the site settings
+         * @description Changes the named switches; omitted ones stay as they are.
+         */
         patch: operations["adminUpdateSettings"];
         trace?: never;
     };
@@ -145,10 +151,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List user groups */
+        /**
+         * List user groups
+         * @description Every user group with its flags, limits and ordered strategy ids. The guest group (`is_guest`) applies to callers without a token.
+         */
         get: operations["adminListGroups"];
         put?: never;
-        /** Create a user group */
+        /**
+         * Create a user group
+         * @description Creates a user group. Omitted limits take their defaults (10 MB per image, 100 MP, 1 GB capacity, no frequency or concurrency limit, no retention ceiling, no content review).
+         */
         post: operations["adminCreateGroup"];
         delete?: never;
         options?: never;
@@ -169,7 +181,10 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change a user group (flags, limits, ordered strategies) */
+        /**
+         * Change a user group (flags, limits, ordered strategies)
+         * @description Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it.
+         */
         patch: operations["adminUpdateGroup"];
         trace?: never;
     };
@@ -180,10 +195,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List storage strategies */
+        /**
+         * List storage strategies
+         * @description Every storage strategy with its driver, configuration (secrets masked), quota and used space.
+         */
         get: operations["adminListStrategies"];
         put?: never;
-        /** Create a storage strategy */
+        /**
+         * Create a storage strategy
+         * @description Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`.
+         */
         post: operations["adminCreateStrategy"];
         delete?: never;
         options?: never;
@@ -218,10 +239,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List users (optionally by exact username) */
+        /**
+         * List users (optionally by exact username)
+         * @description Every user, or the one with this exact `username`.
+         */
         get: operations["adminListUsers"];
         put?: never;
-        /** Create a user */
+        /**
+         * Create a user
+         * @description Creates a user in `group_id` (default: the default group). `capacity_kb` null or absent means the group's default capacity. The password, if any, is stored hashed.
+         */
         post: operations["adminCreateUser"];
         delete?: never;
         options?: never;
@@ -236,14 +263,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read a user */
+        /**
+         * Read a user
+         * @description One user with capacity, used space and counters.
+         */
         get: operations["adminGetUser"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change a user (enabled, group, capacity, name) */
+        /**
+         * Change a user (enabled, group, capacity, name)
+         * @description Enables or disables the account (disabled → 403 on every call), moves it to another group, or changes its capacity (`null` = the group's default).
+         */
         patch: operations["adminUpdateUser"];
         trace?: never;
     };
@@ -277,7 +310,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a token (permanent or temporary) */
+        /**
+         * Revoke a token (permanent or temporary)
+         * @description Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking twice is not an error.
+         */
         delete: operations["adminRevokeToken"];
         options?: never;
         head?: never;
@@ -293,7 +329,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an album for a user */
+        /**
+         * Create an album for a user
+         * @description Creates an album owned by the user; uploads may then name it in `album_id`.
+         */
         post: operations["adminCreateAlbum"];
         delete?: never;
         options?: never;
@@ -939,6 +978,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1040,6 +1091,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1123,6 +1186,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1219,6 +1294,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1270,6 +1357,22 @@ export interface operations {
                     "application/json": components["schemas"]["TemporaryTokenListResponse"];
                 };
             };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired credential */
             401: {
                 headers: {
@@ -1308,6 +1411,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1410,6 +1525,22 @@ export interface operations {
                     "application/json": components["schemas"]["SettingsResponse"];
                 };
             };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired credential */
             401: {
                 headers: {
@@ -1448,6 +1579,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1572,6 +1715,22 @@ export interface operations {
                     "application/json": components["schemas"]["GroupResponse"];
                 };
             };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired credential */
             401: {
                 headers: {
@@ -1610,6 +1769,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1654,6 +1825,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GroupResponse"];
+                };
+            };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */
@@ -1710,6 +1897,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1818,6 +2017,22 @@ export interface operations {
                     "application/json": components["schemas"]["AdminStrategyResponse"];
                 };
             };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired credential */
             401: {
                 headers: {
@@ -1856,6 +2071,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -1900,6 +2127,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AdminStrategyResponse"];
+                };
+            };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */
@@ -1956,6 +2199,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2020,6 +2275,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2064,6 +2331,22 @@ export interface operations {
                     "application/json": components["schemas"]["AdminUserResponse"];
                 };
             };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Missing, malformed, wrong, revoked or expired credential */
             401: {
                 headers: {
@@ -2102,6 +2385,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2182,6 +2477,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2226,6 +2533,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AdminUserResponse"];
+                };
+            };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */
@@ -2282,6 +2605,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2362,6 +2697,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2442,6 +2789,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
@@ -2488,6 +2847,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AlbumResponse"];
+                };
+            };
+            /** @description Business rule refused the request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */
@@ -2544,6 +2919,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };

@@ -20,7 +20,17 @@ export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
     if (status === 422) {
       out[422] = {
         description: "A field is missing, has the wrong type or is out of range; see `errors`",
-        content: { "application/json": { schema: ValidationError } },
+        content: {
+          "application/json": {
+            schema: ValidationError,
+            example: {
+              status: false,
+              message: "The per_page field is invalid: must be at most 100.",
+              data: null,
+              errors: { per_page: ["The per_page field is invalid: must be at most 100."] },
+            },
+          },
+        },
       };
       continue;
     }

@@ -42,6 +42,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminListGroups",
       tags: adminTags,
       summary: "List user groups",
+      description: "Every user group with its flags, limits and ordered strategy ids. The guest group (`is_guest`) applies to callers without a token.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       responses: {
@@ -58,10 +59,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminCreateGroup",
       tags: adminTags,
       summary: "Create a user group",
+      description: "Creates a user group. Omitted limits take their defaults (10 MB per image, 100 MP, 1 GB capacity, no frequency or concurrency limit, no retention ceiling, no content review).",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { body: jsonBody(GroupInput.required({ name: true })) },
-      responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(401, 415, 422, 500) },
+      responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {
       const group = await save(c.get("deps").db, null, c.req.valid("json"));
@@ -75,10 +77,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminUpdateGroup",
       tags: adminTags,
       summary: "Change a user group (flags, limits, ordered strategies)",
+      description: "Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(GroupInput) },
-      responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(401, 404, 415, 422, 500) },
+      responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
       const group = await save(c.get("deps").db, c.req.valid("param").id, c.req.valid("json"));

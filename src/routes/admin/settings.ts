@@ -27,6 +27,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminGetSettings",
       tags: adminTags,
       summary: "Read the site settings",
+      description: "The site-wide switches: `api_enabled` (off \u2192 403 on every /api/v1 call) and `guest_upload_enabled` (uploads and strategy listing without a token).",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(401, 500) },
@@ -40,10 +41,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminUpdateSettings",
       tags: adminTags,
       summary: "Change the site settings",
+      description: "Changes the named switches; omitted ones stay as they are.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { body: jsonBody(Settings.partial().strict()) },
-      responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(401, 415, 422, 500) },
+      responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {
       const body = c.req.valid("json");

@@ -34,6 +34,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminListStrategies",
       tags: adminTags,
       summary: "List storage strategies",
+      description: "Every storage strategy with its driver, configuration (secrets masked), quota and used space.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       responses: {
@@ -50,10 +51,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminCreateStrategy",
       tags: adminTags,
       summary: "Create a storage strategy",
+      description: "Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { body: jsonBody(StrategyInput.required({ name: true, driver: true })) },
-      responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(401, 415, 422, 500) },
+      responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {
       const b = c.req.valid("json");
@@ -78,7 +80,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(StrategyInput) },
-      responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(401, 404, 415, 422, 500) },
+      responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
       const { db } = c.get("deps");

@@ -46,6 +46,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminRevokeToken",
       tags: adminTags,
       summary: "Revoke a token (permanent or temporary)",
+      description: "Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking twice is not an error.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam },
@@ -64,10 +65,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminCreateAlbum",
       tags: adminTags,
       summary: "Create an album for a user",
+      description: "Creates an album owned by the user; uploads may then name it in `album_id`.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(z.object({ name: z.string().min(1).max(100) })) },
-      responses: { ...okResponse(envelope(Album, "AlbumResponse"), "The album"), ...errorResponses(401, 404, 415, 422, 500) },
+      responses: { ...okResponse(envelope(Album, "AlbumResponse"), "The album"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
       const { db } = c.get("deps");

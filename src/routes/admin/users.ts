@@ -67,6 +67,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminListUsers",
       tags: adminTags,
       summary: "List users (optionally by exact username)",
+      description: "Every user, or the one with this exact `username`.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { query: z.object({ username: z.string().optional().openapi({ example: "alice" }) }) },
@@ -84,10 +85,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminCreateUser",
       tags: adminTags,
       summary: "Create a user",
+      description: "Creates a user in `group_id` (default: the default group). `capacity_kb` null or absent means the group's default capacity. The password, if any, is stored hashed.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { body: jsonBody(CreateUser) },
-      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(401, 415, 422, 500) },
+      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {
       const { db } = c.get("deps");
@@ -119,6 +121,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminGetUser",
       tags: adminTags,
       summary: "Read a user",
+      description: "One user with capacity, used space and counters.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam },
@@ -137,10 +140,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminUpdateUser",
       tags: adminTags,
       summary: "Change a user (enabled, group, capacity, name)",
+      description: "Enables or disables the account (disabled \u2192 403 on every call), moves it to another group, or changes its capacity (`null` = the group's default).",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(UpdateUser) },
-      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(401, 404, 415, 422, 500) },
+      responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
       const { db } = c.get("deps");

@@ -44,7 +44,7 @@ export const createTemporaryTokensRoute = createRoute({
   },
   responses: {
     ...okResponse(envelope(z.object({ tokens: z.array(TemporaryToken) }), "TemporaryTokenListResponse"), "The new tokens"),
-    ...errorResponses(401, 403, 422, 500),
+    ...errorResponses(400, 401, 403, 422, 500),
   },
 });
 
