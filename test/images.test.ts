@@ -197,4 +197,28 @@ describe("expiry", () => {
     const profile = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(frank.token) })).body.data;
     expect([profile.image_num, profile.size]).toEqual([0, 0]);
   });
+
+  test("an image whose storage fails stays for the next round; the others are still removed", async () => {
+    const gina = await ctx.createUser();
+    const expires = new Date(ctx.now().getTime() + 5_000).toISOString();
+    const stuck = (await ctx.upload(gina.token, { bytes: png, filename: "stuck.png", contentType: "image/png" }, { expired_at: expires })).body.data;
+    const fine = (await ctx.upload(gina.token, { bytes: png, filename: "fine.png", contentType: "image/png" }, { expired_at: expires })).body.data;
+    const file = stored(stuck.url);
+    rmSync(file);
+    mkdirSync(file);
+    writeFileSync(join(file, "keep"), "x");
+    ctx.advance(6_000);
+    const original = console.error;
+    console.error = () => {};
+    try {
+      expect(await sweepExpired(ctx.deps)).toBe(1);
+    } finally {
+      console.error = original;
+    }
+    expect(existsSync(stored(fine.url))).toBe(false);
+    expect((await ctx.db.select().from(images).where(eq(images.key, stuck.key))).length).toBe(1);
+    rmSync(file, { recursive: true });
+    expect(await sweepExpired(ctx.deps)).toBe(1);
+    expect((await ctx.json("/api/v1/profile", { headers: ctx.bearer(gina.token) })).body.data.image_num).toBe(0);
+  });
 });

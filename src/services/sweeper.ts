@@ -12,19 +12,27 @@ import { pruneLimits } from "./limits.ts";
 export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
   const now = deps.clock();
   let removed = 0;
+  const failed: number[] = []; // storage trouble: left for the next round, not retried in this one
   while (removed < max) {
-    const done = await deps.db
+    let current: number | null = null;
+    const outcome = await deps.db
       .transaction(async (tx) => {
-        const image = await lockNextExpiredImage(tx, now);
-        if (!image) return true;
+        const image = await lockNextExpiredImage(tx, now, failed);
+        if (!image) return "done" as const;
+        current = image.id;
         await removeImage(deps, tx, image);
-        return false;
+        return "removed" as const;
       })
       .catch((e) => {
         console.error(`sweeper: ${(e as Error).message}`);
-        return true; // storage trouble: try again next round
+        return "failed" as const;
       });
-    if (done) break;
+    if (outcome === "done") break;
+    if (outcome === "failed") {
+      if (current === null) break; // the database itself failed
+      failed.push(current);
+      continue;
+    }
     removed++;
   }
   await pruneLimits(deps.db, now);

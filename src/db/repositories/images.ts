@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, lte, notInArray, or, sql } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { images, strategies, users } from "../schema.ts";
 
@@ -39,12 +39,12 @@ export async function findImageByStoredPath(db: Db, path: string) {
   return row ?? null;
 }
 
-/** Locks one expired image that no other sweeper holds. */
-export async function lockNextExpiredImage(tx: Tx, now: Date) {
+/** Locks one expired image that no other sweeper holds, skipping the ids this sweep already failed on. */
+export async function lockNextExpiredImage(tx: Tx, now: Date, skipIds: number[]) {
   const [row] = await tx
     .select()
     .from(images)
-    .where(lte(images.expiredAt, now))
+    .where(skipIds.length ? and(lte(images.expiredAt, now), notInArray(images.id, skipIds)) : lte(images.expiredAt, now))
     .orderBy(asc(images.expiredAt))
     .limit(1)
     .for("update", { skipLocked: true });
