@@ -140,9 +140,6 @@ export async function uploadImage(deps: Deps, input: UploadInput) {
     try {
       image = await deps.db.transaction(async (tx) => {
         await checkFrequency(tx, group, subject, now, true);
-        if (!(await chargeStrategy(tx, strategy.id, size))) {
-          throw badRequest(`The storage strategy "${strategy.name}" has not enough quota left.`);
-        }
         if (caller.kind === "user" && !(await chargeUser(tx, caller.user.id, size, group.defaultCapacityKb))) {
           throw badRequest("Insufficient capacity.");
         }
@@ -168,6 +165,10 @@ export async function uploadImage(deps: Deps, input: UploadInput) {
           createdAt: now,
         });
         await recordUpload(tx, subject, now);
+        // the strategy row is shared by every uploader: lock it last, so it is held only until commit
+        if (!(await chargeStrategy(tx, strategy.id, size))) {
+          throw badRequest(`The storage strategy "${strategy.name}" has not enough quota left.`);
+        }
         return row;
       });
     } catch (e) {

@@ -54,10 +54,6 @@ export async function lockNextExpiredImage(tx: Tx, now: Date, skipIds: number[])
 /** Deletes the record and gives its bytes back to the strategy and the owner, in the caller's transaction. */
 export async function deleteImageAndRelease(tx: Tx, image: ImageRow) {
   await tx.delete(images).where(eq(images.id, image.id));
-  await tx
-    .update(strategies)
-    .set({ usedBytes: sql`greatest(${strategies.usedBytes} - ${image.size}, 0)` })
-    .where(eq(strategies.id, image.strategyId));
   if (image.userId !== null) {
     await tx
       .update(users)
@@ -67,6 +63,11 @@ export async function deleteImageAndRelease(tx: Tx, image: ImageRow) {
       })
       .where(eq(users.id, image.userId));
   }
+  // the shared strategy row last: held only until commit
+  await tx
+    .update(strategies)
+    .set({ usedBytes: sql`greatest(${strategies.usedBytes} - ${image.size}, 0)` })
+    .where(eq(strategies.id, image.strategyId));
 }
 
 /** Charges the strategy's quota; false when it would pass the quota. */

@@ -55,10 +55,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
     const storage = deps.storage.for(strategy);
     const file = storage instanceof LocalStorage ? storage.resolve(path) : null;
     if (!file) return notFound();
-    const blob = Bun.file(file);
-    if (!(await blob.exists())) return notFound();
 
-    const size = blob.size;
     const isThumbnail = path !== image.path;
     const etag = `"${isThumbnail ? "t-" : ""}${image.sha1}"`;
     const lastModified = new Date(Math.floor(image.createdAt.getTime() / 1000) * 1000);
@@ -71,12 +68,17 @@ export function register(app: OpenAPIHono<AppEnv>) {
       "cache-control": image.expiredAt ? `public, max-age=${maxAge}` : `public, max-age=${ONE_YEAR}, immutable`,
     };
 
+    // objects never change under a name, so the record alone answers a revalidation
     const ifNoneMatch = c.req.header("if-none-match");
     const ifModifiedSince = c.req.header("if-modified-since");
     const notModified = ifNoneMatch
       ? ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === `W/${etag}` || t.trim() === "*")
       : ifModifiedSince !== undefined && Date.parse(ifModifiedSince) >= lastModified.getTime();
     if (notModified) return new Response(null, { status: 304, headers });
+
+    const blob = Bun.file(file);
+    if (!(await blob.exists())) return notFound();
+    const size = blob.size;
 
     const rangeHeader = c.req.header("range");
     const ifRange = c.req.header("if-range");
