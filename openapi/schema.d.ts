@@ -1037,7 +1037,7 @@ export interface operations {
                     "application/json": components["schemas"]["ImageResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1225,6 +1225,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example Qm7cX2kP9aLr4TzB */
                 key: string;
             };
             cookie?: never;
@@ -1357,7 +1358,7 @@ export interface operations {
                     "application/json": components["schemas"]["TemporaryTokenListResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1525,7 +1526,7 @@ export interface operations {
                     "application/json": components["schemas"]["SettingsResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1715,7 +1716,7 @@ export interface operations {
                     "application/json": components["schemas"]["GroupResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1808,6 +1809,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -1827,7 +1829,7 @@ export interface operations {
                     "application/json": components["schemas"]["GroupResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2017,7 +2019,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminStrategyResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2110,6 +2112,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -2129,7 +2132,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminStrategyResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2331,7 +2334,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminUserResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2424,6 +2427,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -2516,6 +2520,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -2535,7 +2540,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdminUserResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2644,6 +2649,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -2736,6 +2742,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -2828,6 +2835,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -2849,7 +2857,7 @@ export interface operations {
                     "application/json": components["schemas"]["AlbumResponse"];
                 };
             };
-            /** @description Business rule refused the request */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -9,7 +9,7 @@
  * (CONTRACT_TIMEOUT_SECONDS, default 300) and the server is always stopped; the exit code is Dredd's.
  */
 import { type Subprocess, spawn } from "bun";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -30,22 +30,6 @@ function freePort(): Promise<number> {
       srv.close(() => ok(port));
     });
   });
-}
-
-/**
- * Dredd reads the example of a path or query parameter only from the Parameter Object, while the generated
- * document carries it in the parameter's schema. Copy it up (a documentation-only change; the served spec is
- * untouched). Once the route definitions put `example` in `param` as well, this is a no-op.
- */
-function dreddDocument(doc: any) {
-  for (const item of Object.values<any>(doc.paths ?? {})) {
-    for (const op of Object.values<any>(item)) {
-      for (const p of op?.parameters ?? []) {
-        if (p.example === undefined && p.schema?.example !== undefined) p.example = p.schema.example;
-      }
-    }
-  }
-  return doc;
 }
 
 async function waitForHealth(url: string, server: Subprocess) {
@@ -74,7 +58,7 @@ async function stop(proc: Subprocess | undefined, name: string) {
 
 const work = mkdtempSync(join(tmpdir(), "imghost-contract-"));
 const dataDir = join(work, "data");
-const specPath = join(work, "openapi-3.0.dredd.json");
+const specPath = join(root, "openapi/openapi-3.0.json");
 let server: Subprocess | undefined;
 let dredd: Subprocess | undefined;
 let cleaned = false;
@@ -98,8 +82,6 @@ let code = 1;
 try {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const doc = await Bun.file(join(root, "openapi/openapi-3.0.json")).json();
-  writeFileSync(specPath, JSON.stringify(dreddDocument(doc), null, 2));
 
   const env: Record<string, string | undefined> = {
     ...process.env,
@@ -121,11 +103,12 @@ try {
     `--hookfiles=${join(root, "test/contract/hooks.cjs")}`,
     "--language=nodejs",
     "--loglevel=warning",
+    ...(process.env.CI || !process.stdout.isTTY ? ["--no-color"] : []),
     ...process.argv.slice(2),
   ];
   dredd = spawn(["node", ...args], {
     cwd: root,
-    env: { ...process.env, CONTRACT_SERVER_URL: url, CONTRACT_ADMIN_TOKEN: ADMIN_TOKEN, NO_COLOR: "1" },
+    env: { ...process.env, CONTRACT_SERVER_URL: url, CONTRACT_ADMIN_TOKEN: ADMIN_TOKEN },
     stdout: "inherit",
     stderr: "inherit",
   });

@@ -13,6 +13,7 @@ import { registerRoutes } from "./routes/index.ts";
 export const apiInfo = {
   title: "Image Hosting API",
   version: "1.0.0",
+  license: { name: "MIT", identifier: "MIT" },
   description:
     "Upload, list and delete images; read the account profile; list storage strategies; issue temporary upload tokens. " +
     "Every answer is the envelope `{status, message, data}`: check both the HTTP status and `status`. " +
@@ -86,7 +87,8 @@ export function createApp(deps: Deps) {
   );
   app.get(
     "/docs",
-    Scalar({ url: "/api/v1/openapi.json", cdn: "/docs/scalar.js", pageTitle: "Image Hosting API" }),
+    // no CDN and no web fonts: the page works offline and behind closed networks
+    Scalar({ url: "/api/v1/openapi.json", cdn: "/docs/scalar.js", pageTitle: "Image Hosting API", withDefaultFonts: false }),
   );
   app.get("/", (c) =>
     c.json({

@@ -2,7 +2,7 @@ import type { z } from "@hono/zod-openapi";
 import { ErrorEnvelope, ValidationError } from "./schemas.ts";
 
 const errorDescriptions = {
-  400: ["Business rule refused the request", "Insufficient capacity."],
+  400: ["A business rule refused the request, or the body is malformed or larger than allowed", "Insufficient capacity."],
   401: ["Missing, malformed, wrong, revoked or expired credential", "Unauthenticated."],
   403: ["API disabled site-wide, account or group disabled, API not allowed for the group, or a temporary token beyond upload", "The API is disabled on this site."],
   404: ["Not found, or not owned by the caller (the two look the same)", "Image not found."],

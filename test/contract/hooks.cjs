@@ -1,1 +1,563 @@
+/**
+ * Dredd hooks for the contract test (run by scripts/contract-test.ts; see `bun run test:contract`).
+ *
+ * Every transaction of the spec has an entry in `cases` below: either a `before` that sets the credential and
+ * the inputs so that the server really answers the documented status, or `skip` with the reason it cannot be
+ * produced. A transaction without an entry fails, so a new operation or status in the spec needs a case here.
+ *
+ * The data is seeded in `beforeAll` through the admin API (Node's global fetch). The server is started by the
+ * script with CONTRACT_SERVER_URL and CONTRACT_ADMIN_TOKEN, on an empty data directory.
+ *
+ * Bodies are validated against the spec's schemas: Dredd 14's OpenAPI 3 parser produces no body schema (it
+ * only compares the keys of an example, see the FIXME in @apielements/openapi3-parser parseMediaTypeObject),
+ * so each transaction gets `expected.bodySchema`: the documented response schema, converted from OpenAPI 3.0
+ * to JSON Schema draft-07, which Gavel validates with Ajv.
+ */
+'use strict';
+
+const { readFileSync } = require('node:fs');
 const hooks = require('hooks');
+
+const SERVER = process.env.CONTRACT_SERVER_URL;
+const ADMIN_TOKEN = process.env.CONTRACT_ADMIN_TOKEN;
+const REQUEST_TIMEOUT_MS = 15000;
+
+/** An 8×8 PNG (made with sharp): extension, declared type and content agree. */
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAEUlEQVQImWMwTjuDFTEMLQkAuYZZQQ0kCIcAAAAASUVORK5CYII=',
+  'base64',
+);
+const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/></svg>');
+const MISSING_ID = 999999;
+const SKIP_500 = 'a 500 needs a failing storage or database; a healthy server cannot be made to answer it from outside';
+
+// ---------------------------------------------------------------------------------------------------------
+// HTTP helpers for seeding
+
+async function call(method, path, { token, json, body, contentType } = {}) {
+  const headers = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(json);
+  } else if (contentType) {
+    headers['content-type'] = contentType;
+  }
+  const res = await fetch(`${SERVER}${path}`, { method, headers, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  const text = await res.text();
+  let parsed;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = text;
+  }
+  return { status: res.status, body: parsed };
+}
+
+async function ok(method, path, options) {
+  const res = await call(method, path, options);
+  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  return res.body.data;
+}
+
+const admin = (method, path, json) => ok(method, path, { token: ADMIN_TOKEN, json });
+
+/** A multipart/form-data body built by hand, so each part's declared Content-Type is exactly the one given. */
+function multipart(parts) {
+  const boundary = `----dredd${Math.random().toString(16).slice(2)}`;
+  const chunks = [];
+  for (const p of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"`;
+    if (p.filename !== undefined) head += `; filename="${p.filename}"`;
+    head += '\r\n';
+    if (p.contentType) head += `Content-Type: ${p.contentType}\r\n`;
+    chunks.push(Buffer.from(`${head}\r\n`), Buffer.from(p.value), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+const pngPart = (filename = 'contract.png') => ({ name: 'file', value: PNG, filename, contentType: 'image/png' });
+
+async function upload(token, parts = [pngPart()]) {
+  const m = multipart(parts);
+  return ok('POST', '/api/v1/upload', { token, body: m.body, contentType: m.contentType });
+}
+
+async function createUser(username) {
+  const user = await admin('POST', '/api/admin/users', { username, email: `${username}@example.com` });
+  const { token } = await admin('POST', `/api/admin/users/${user.id}/tokens`);
+  return { id: user.id, token };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Transaction helpers
+
+function header(t, name, value) {
+  for (const key of Object.keys(t.request.headers)) {
+    if (key.toLowerCase() === name.toLowerCase()) delete t.request.headers[key];
+  }
+  if (value !== undefined) t.request.headers[name] = value;
+}
+
+/** Sets (or, with no token, removes) the Authorization header. */
+const auth = (t, token) => header(t, 'Authorization', token ? `Bearer ${token}` : undefined);
+
+/** Replaces the path (keeping the query, unless one is given). `query` null removes it. */
+function target(t, path, query) {
+  const [currentPath, currentQuery] = t.fullPath.split('?');
+  const q = query === undefined ? currentQuery : query;
+  t.fullPath = (path || currentPath) + (q ? `?${q}` : '');
+  t.request.uri = t.fullPath;
+}
+
+function jsonBody(t, value) {
+  t.request.body = typeof value === 'string' ? value : JSON.stringify(value);
+  header(t, 'Content-Type', 'application/json');
+}
+
+function formBody(t, fields) {
+  t.request.body = new URLSearchParams(fields).toString();
+  header(t, 'Content-Type', 'application/x-www-form-urlencoded');
+}
+
+function multipartBody(t, parts) {
+  const m = multipart(parts);
+  t.request.body = m.body;
+  header(t, 'Content-Type', m.contentType);
+}
+
+/** A body in a type the operation does not declare (for the 415 answers). */
+function plainBody(t) {
+  t.request.body = 'name=contract';
+  header(t, 'Content-Type', 'text/plain');
+}
+
+const requestType = (t) => {
+  const key = Object.keys(t.request.headers).find((k) => k.toLowerCase() === 'content-type');
+  return key ? String(t.request.headers[key]) : '';
+};
+
+/** POST /images/tokens is described twice (JSON and form); both transactions share one name. */
+function tokenRequest(t, fields) {
+  if (requestType(t).startsWith('application/x-www-form-urlencoded')) formBody(t, fields);
+  else jsonBody(t, fields);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Response schemas: OpenAPI 3.0 Schema Objects → JSON Schema draft-07
+
+let spec = null;
+const loadSpec = (t) => (spec ??= JSON.parse(readFileSync(t.origin.filename, 'utf8')));
+
+/** `nullable`, boolean `exclusiveMinimum/Maximum` and component references, the 3.0 dialect's differences. */
+function toJsonSchema(node, refs) {
+  if (Array.isArray(node)) return node.map((n) => toJsonSchema(n, refs));
+  if (!node || typeof node !== 'object') return node;
+  const out = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === '$ref' && typeof v === 'string' && v.startsWith('#/components/schemas/')) {
+      const name = v.slice('#/components/schemas/'.length);
+      refs.add(name);
+      out.$ref = `#/definitions/${name}`;
+    } else if (k === 'nullable' || k === 'example') {
+      // handled below / documentation only
+    } else if (k === 'properties' || k === 'definitions') {
+      out[k] = Object.fromEntries(Object.entries(v).map(([name, sub]) => [name, toJsonSchema(sub, refs)]));
+    } else {
+      out[k] = toJsonSchema(v, refs);
+    }
+  }
+  for (const [flag, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']]) {
+    if (typeof out[flag] === 'boolean') {
+      if (out[flag] && out[bound] !== undefined) out[flag] = out[bound];
+      else delete out[flag];
+      if (typeof out[flag] === 'number') delete out[bound];
+    }
+  }
+  if (node.nullable === true && out.type !== undefined) {
+    out.type = [].concat(out.type, 'null');
+    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
+  }
+  return out;
+}
+
+/** The documented JSON schema of the transaction's answer, with the components it references. */
+function responseSchema(t) {
+  const doc = loadSpec(t);
+  const operation = doc.paths[t.origin.resourceName]?.[t.request.method.toLowerCase()];
+  const response = operation?.responses?.[t.expected.statusCode];
+  const schema = response?.content?.['application/json']?.schema;
+  if (!schema) return null;
+  const refs = new Set();
+  const root = toJsonSchema(schema, refs);
+  const definitions = {};
+  const queue = [...refs];
+  while (queue.length) {
+    const name = queue.shift();
+    if (definitions[name]) continue;
+    const found = new Set();
+    definitions[name] = toJsonSchema(doc.components.schemas[name], found);
+    for (const n of found) if (!definitions[n]) queue.push(n);
+  }
+  return { $schema: 'http://json-schema.org/draft-07/schema#', ...root, definitions };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Seed
+
+const s = {};
+let seedError = null;
+let apiSwitchedOff = false;
+
+async function setApi(enabled) {
+  await admin('PATCH', '/api/admin/settings', { api_enabled: enabled });
+  apiSwitchedOff = !enabled;
+}
+
+async function seed() {
+  await admin('PATCH', '/api/admin/settings', { api_enabled: true, guest_upload_enabled: false });
+  s.alice = await createUser('alice'); // the spec's example for GET /api/admin/users?username=
+  s.album = await admin('POST', `/api/admin/users/${s.alice.id}/albums`, { name: 'Contract album' });
+  const issued = await ok('POST', '/api/v1/images/tokens', { token: s.alice.token, json: { num: 1, seconds: 3600 } });
+  s.temporary = issued.tokens[0].token;
+  s.aliceImageToDelete = (await upload(s.alice.token, [pngPart('delete-me.png')])).key;
+  s.bob = await createUser('bob');
+  s.bobImage = (await upload(s.bob.token, [pngPart('bob.png')])).key;
+  s.revocable = await admin('POST', `/api/admin/users/${s.bob.id}/tokens`);
+  s.group = await admin('POST', '/api/admin/groups', { name: 'Contract group' });
+  s.strategy = await admin('POST', '/api/admin/strategies', { name: 'Contract strategy', driver: 'local', config: {} });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Cases, by transaction name
+
+const cases = {};
+/** Registers the cases of one operation: `{status: before | {skip: reason}}`. */
+function operation(prefix, byStatus) {
+  for (const [status, c] of Object.entries(byStatus)) {
+    cases[`${prefix} > ${status} > application/json`] = typeof c === 'function' ? { before: c } : c;
+  }
+}
+const skip = (reason) => ({ skip: reason });
+/** 403 from the site-wide API switch: off just before the request, on again in `after`. */
+const apiOff = (prepare) => ({
+  before: async (t) => {
+    auth(t, s.alice.token);
+    prepare(t);
+    await setApi(false);
+  },
+  after: () => setApi(true),
+});
+
+// --- /api/v1 -----------------------------------------------------------------------------------------------
+
+operation('/api/v1/profile > Read the account profile', {
+  200: (t) => auth(t, s.alice.token),
+  401: (t) => auth(t, null),
+  403: (t) => auth(t, s.temporary), // a temporary token is for POST /upload only
+  500: skip(SKIP_500),
+});
+
+operation('/api/v1/strategies > List the usable storage strategies', {
+  200: (t) => auth(t, s.alice.token), // ?q=loc finds "Local"
+  401: (t) => auth(t, null), // guest upload is off
+  403: (t) => auth(t, s.temporary),
+  422: (t) => {
+    auth(t, s.alice.token);
+    target(t, null, `q=${'x'.repeat(101)}`); // at most 100 characters
+  },
+  500: skip(SKIP_500),
+});
+
+operation('/api/v1/upload > Upload an image', {
+  200: (t) => {
+    auth(t, s.alice.token);
+    multipartBody(t, [
+      pngPart('contract-upload.png'),
+      { name: 'album_id', value: String(s.album.id) },
+      { name: 'permission', value: '0' },
+    ]);
+  },
+  400: (t) => {
+    auth(t, s.alice.token);
+    multipartBody(t, [{ name: 'file', value: SVG, filename: 'vector.svg', contentType: 'image/svg+xml' }]); // SVG is refused
+  },
+  401: (t) => {
+    auth(t, null); // no header, no `token` field, guest upload off
+    multipartBody(t, [pngPart()]);
+  },
+  403: apiOff((t) => multipartBody(t, [pngPart()])), // a temporary token is accepted here: use the site-wide switch
+  422: (t) => {
+    auth(t, s.alice.token);
+    multipartBody(t, [{ name: 'permission', value: '1' }]); // no file field
+  },
+  500: skip(SKIP_500),
+});
+
+operation("/api/v1/images > List the account's images", {
+  200: (t) => auth(t, s.alice.token),
+  401: (t) => auth(t, `${MISSING_ID}|not-a-token`), // a wrong credential
+  403: (t) => auth(t, s.temporary),
+  422: (t) => {
+    auth(t, s.alice.token);
+    target(t, null, 'per_page=0&page=1');
+  },
+  500: skip(SKIP_500),
+});
+
+operation('/api/v1/images/{key} > Delete an image', {
+  200: (t) => {
+    auth(t, s.alice.token);
+    target(t, `/api/v1/images/${s.aliceImageToDelete}`);
+  },
+  401: (t) => auth(t, null),
+  403: (t) => {
+    auth(t, s.temporary);
+    target(t, `/api/v1/images/${s.bobImage}`);
+  },
+  404: (t) => {
+    auth(t, s.alice.token);
+    target(t, `/api/v1/images/${s.bobImage}`); // another account's image looks missing
+  },
+  422: (t) => {
+    auth(t, s.alice.token);
+    target(t, `/api/v1/images/${'k'.repeat(256)}`); // at most 255 characters
+  },
+  500: skip(SKIP_500),
+});
+
+operation('/api/v1/images/tokens > Issue temporary upload tokens', {
+  200: (t) => {
+    auth(t, s.alice.token);
+    tokenRequest(t, { num: 2, seconds: 600 });
+  },
+  400: (t) => {
+    auth(t, s.alice.token);
+    tokenRequest(t, { num: 1, seconds: 60, padding: 'x'.repeat(1024 * 1024) }); // bodies above 1 MB are refused
+  },
+  401: (t) => {
+    auth(t, null);
+    tokenRequest(t, { num: 1, seconds: 60 });
+  },
+  403: (t) => {
+    auth(t, s.temporary);
+    tokenRequest(t, { num: 1, seconds: 60 });
+  },
+  422: (t) => {
+    auth(t, s.alice.token);
+    tokenRequest(t, { num: 0, seconds: 60 }); // num is 1–100
+  },
+  500: skip(SKIP_500),
+});
+
+// --- /api/admin --------------------------------------------------------------------------------------------
+
+const asAdmin = (t) => auth(t, ADMIN_TOKEN);
+const wrongAdmin = (t) => auth(t, 'not-the-admin-token-0000');
+/** The admin cases shared by every operation with a JSON body. */
+const adminWrite = (path, ok200, invalid422) => ({
+  200: (t) => {
+    asAdmin(t);
+    if (path) target(t, path());
+    jsonBody(t, ok200());
+  },
+  401: (t) => {
+    wrongAdmin(t);
+    if (path) target(t, path());
+    jsonBody(t, ok200());
+  },
+  400: (t) => {
+    asAdmin(t);
+    if (path) target(t, path());
+    jsonBody(t, '{"name": '); // malformed JSON
+  },
+  415: (t) => {
+    asAdmin(t);
+    if (path) target(t, path());
+    plainBody(t);
+  },
+  422: (t) => {
+    asAdmin(t);
+    if (path) target(t, path());
+    jsonBody(t, invalid422);
+  },
+  500: skip(SKIP_500),
+});
+const missing = (path, body) => (t) => {
+  asAdmin(t);
+  target(t, path);
+  if (body) jsonBody(t, body);
+};
+
+operation('/api/admin/settings > Read the site settings', {
+  200: asAdmin,
+  401: (t) => auth(t, null),
+  500: skip(SKIP_500),
+});
+operation(
+  '/api/admin/settings > Change the site settings',
+  adminWrite(null, () => ({ api_enabled: true, guest_upload_enabled: false }), { api_enabled: 'yes' }),
+);
+
+operation('/api/admin/groups > List user groups', { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
+let groupSeq = 0;
+operation(
+  '/api/admin/groups > Create a user group',
+  adminWrite(null, () => ({ name: `Contract group ${++groupSeq}`, uploads_per_minute: 30 }), { enabled: true }), // name is required
+);
+operation('/api/admin/groups/{id} > Change a user group (flags, limits, ordered strategies)', {
+  ...adminWrite(() => `/api/admin/groups/${s.group.id}`, () => ({ max_pixels: 40000000, strategy_ids: [1] }), { max_pixels: 0 }),
+  404: missing(`/api/admin/groups/${MISSING_ID}`, { name: 'Nobody' }),
+});
+
+operation('/api/admin/strategies > List storage strategies', { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
+let strategySeq = 0;
+operation(
+  '/api/admin/strategies > Create a storage strategy',
+  adminWrite(null, () => ({ name: `Contract local ${++strategySeq}`, driver: 'local', config: {}, quota_kb: 1024 }), { name: 'No driver' }),
+);
+operation('/api/admin/strategies/{id} > Change a storage strategy', {
+  ...adminWrite(() => `/api/admin/strategies/${s.strategy.id}`, () => ({ quota_kb: 2048, enabled: true }), { driver: 'ftp' }),
+  404: missing(`/api/admin/strategies/${MISSING_ID}`, { enabled: false }),
+});
+
+operation('/api/admin/users > List users (optionally by exact username)', {
+  200: asAdmin, // ?username=alice finds the seeded user
+  401: wrongAdmin,
+  422: (t) => {
+    asAdmin(t);
+    target(t, null, 'username=alice&username=bob'); // one username, not a list
+  },
+  500: skip(SKIP_500),
+});
+let userSeq = 0;
+operation(
+  '/api/admin/users > Create a user',
+  adminWrite(
+    null,
+    () => {
+      const username = `carol${++userSeq}`;
+      return { username, email: `${username}@example.com`, name: 'Carol' };
+    },
+    { username: 'no spaces allowed', email: 'carol@example.com' },
+  ),
+);
+operation('/api/admin/users/{id} > Read a user', {
+  200: (t) => missing(`/api/admin/users/${s.alice.id}`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/users/${s.alice.id}`);
+  },
+  404: missing(`/api/admin/users/${MISSING_ID}`),
+  422: missing('/api/admin/users/not-a-number'),
+  500: skip(SKIP_500),
+});
+operation('/api/admin/users/{id} > Change a user (enabled, group, capacity, name)', {
+  ...adminWrite(() => `/api/admin/users/${s.alice.id}`, () => ({ name: 'Alice', enabled: true }), { capacity_kb: -1 }),
+  404: missing(`/api/admin/users/${MISSING_ID}`, { name: 'Nobody' }),
+});
+operation('/api/admin/users/{id}/tokens > Create a permanent API token for a user', {
+  200: (t) => missing(`/api/admin/users/${s.bob.id}/tokens`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/users/${s.bob.id}/tokens`);
+  },
+  404: missing(`/api/admin/users/${MISSING_ID}/tokens`),
+  422: missing('/api/admin/users/0/tokens'), // ids are positive
+  500: skip(SKIP_500),
+});
+operation('/api/admin/tokens/{id} > Revoke a token (permanent or temporary)', {
+  200: (t) => missing(`/api/admin/tokens/${s.revocable.id}`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/tokens/${s.revocable.id}`);
+  },
+  404: missing(`/api/admin/tokens/${MISSING_ID}`),
+  422: missing('/api/admin/tokens/abc'),
+  500: skip(SKIP_500),
+});
+operation('/api/admin/users/{id}/albums > Create an album for a user', {
+  ...adminWrite(() => `/api/admin/users/${s.alice.id}/albums`, () => ({ name: 'Holidays' }), { name: '' }),
+  404: missing(`/api/admin/users/${MISSING_ID}/albums`, { name: 'Nobody' }),
+});
+
+// --- service -----------------------------------------------------------------------------------------------
+
+operation('/health > Health check', {
+  200: (t) => auth(t, null),
+  503: skip('a 503 needs the database to stop answering while the server runs; not producible from outside'),
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Wiring
+
+const run = (fn, t, done) => {
+  Promise.resolve()
+    .then(() => fn(t))
+    .catch((e) => {
+      t.fail = `hook error: ${e && e.message ? e.message : e}`;
+    })
+    .then(() => done());
+};
+
+hooks.beforeAll((transactions, done) => {
+  const names = new Set(transactions.map((t) => t.name));
+  for (const name of Object.keys(cases)) {
+    if (!names.has(name)) hooks.log(`warning: the case "${name}" matches no transaction of the spec; remove it`);
+  }
+  if (!SERVER || !ADMIN_TOKEN) {
+    seedError = 'CONTRACT_SERVER_URL and CONTRACT_ADMIN_TOKEN must be set (run `bun run test:contract`)';
+    return done();
+  }
+  seed()
+    .catch((e) => {
+      seedError = `seeding failed: ${e.message}`;
+      hooks.log(seedError);
+    })
+    .then(() => done());
+});
+
+hooks.beforeEach((t, done) => {
+  const c = cases[t.name];
+  if (!c) {
+    t.fail = 'no contract case for this transaction in test/contract/hooks.cjs';
+    return done();
+  }
+  if (c.skip) {
+    t.skip = true;
+    hooks.log(`skip ${t.name}: ${c.skip}`);
+    return done();
+  }
+  if (seedError) {
+    t.fail = seedError;
+    return done();
+  }
+  t.skip = false; // Dredd skips non-2xx answers unless told otherwise
+  run(
+    async (tx) => {
+      const schema = responseSchema(tx);
+      if (!schema) throw new Error(`no JSON schema documented for ${tx.request.method} ${tx.origin.resourceName} ${tx.expected.statusCode}`);
+      tx.expected.bodySchema = schema;
+      if (apiSwitchedOff) await setApi(true);
+      await c.before(tx);
+    },
+    t,
+    done,
+  );
+});
+
+hooks.afterEach((t, done) => {
+  const c = cases[t.name];
+  if (!c || !c.after) return done();
+  run(c.after, t, done);
+});
+
+hooks.afterAll((transactions, done) => {
+  if (!apiSwitchedOff) return done();
+  setApi(true)
+    .catch((e) => hooks.log(`could not switch the API back on: ${e.message}`))
+    .then(() => done());
+});
+
+module.exports = { cases };

@@ -20,7 +20,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 export const idParam = z.object({
-  id: z.coerce.number().int().positive().openapi({ param: { name: "id", in: "path" }, example: 1 }),
+  id: z.coerce.number().int().positive().openapi({ param: { name: "id", in: "path", example: 1 }, example: 1 }),
 });
 
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({
