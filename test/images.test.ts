@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { images, strategies } from "../src/db/schema.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
-import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
+import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
 
 let ctx: TestContext;
@@ -127,15 +127,9 @@ describe("DELETE /api/v1/images/{key}", () => {
     rmSync(file);
     mkdirSync(file);
     writeFileSync(join(file, "keep"), "x");
-    const original = console.error;
-    console.error = () => {};
-    try {
-      const res = await del(alice, up.key);
-      expect(res.status).toBe(500);
-      expect(res.body).toEqual({ status: false, message: "The storage service failed; the image was not deleted.", data: null });
-    } finally {
-      console.error = original;
-    }
+    const { result: res } = await quietly(() => del(alice, up.key));
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ status: false, message: "The storage service failed; the image was not deleted.", data: null });
     expect((await ctx.db.select().from(images).where(eq(images.key, up.key))).length).toBe(1);
     const profileAfter = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) })).body.data;
     expect(profileAfter).toEqual(profileBefore);
@@ -208,13 +202,7 @@ describe("expiry", () => {
     mkdirSync(file);
     writeFileSync(join(file, "keep"), "x");
     ctx.advance(6_000);
-    const original = console.error;
-    console.error = () => {};
-    try {
-      expect(await sweepExpired(ctx.deps)).toBe(1);
-    } finally {
-      console.error = original;
-    }
+    expect((await quietly(() => sweepExpired(ctx.deps))).result).toBe(1);
     expect(existsSync(stored(fine.url))).toBe(false);
     expect((await ctx.db.select().from(images).where(eq(images.key, stuck.key))).length).toBe(1);
     rmSync(file, { recursive: true });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { S3Client } from "bun";
 // @ts-expect-error s3rver ships no types
 import S3rver from "s3rver";
-import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
+import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
 
 /** The s3 driver against s3rver, an S3 implementation running in this process on loopback. */
@@ -80,16 +80,10 @@ describe("s3 strategy", () => {
       config: { bucket: "images", endpoint: "http://127.0.0.1:9", region: "us-east-1", access_key_id: "x", secret_access_key: "y", url: "https://cdn.example.com" },
     });
     const before = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).body.data;
-    const original = console.error;
-    console.error = () => {};
-    try {
-      const jpeg = await makeNoisyJpeg(100, 100);
-      const res = await ctx.upload(user.token, { bytes: jpeg, filename: "a.jpg", contentType: "image/jpeg" });
-      expect(res.status).toBe(500);
-      expect(res.body.message).toBe("The storage service failed; nothing was stored.");
-    } finally {
-      console.error = original;
-    }
+    const jpeg = await makeNoisyJpeg(100, 100);
+    const { result: res } = await quietly(() => ctx.upload(user.token, { bytes: jpeg, filename: "a.jpg", contentType: "image/jpeg" }));
+    expect(res.status).toBe(500);
+    expect(res.body.message).toBe("The storage service failed; nothing was stored.");
     const after = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).body.data;
     expect(after).toEqual(before);
   });

@@ -169,3 +169,18 @@ export async function createTestContext() {
     },
   };
 }
+
+/**
+ * Runs `fn` with console.error captured: the failures a test provokes on purpose are logged by the service,
+ * and the test may assert that they were (the log is where the request id of a 500 leads).
+ */
+export async function quietly<T>(fn: () => Promise<T>): Promise<{ result: T; logged: unknown[][] }> {
+  const logged: unknown[][] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => logged.push(args);
+  try {
+    return { result: await fn(), logged };
+  } finally {
+    console.error = original;
+  }
+}
