@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { components } from "../../openapi/schema";
 
 export type Env = Record<string, string | undefined>;
 export interface Io {
@@ -345,19 +346,8 @@ function table(io: Io, headers: string[], rows: string[][]) {
 
 const cell = (v: unknown) => (v === null || v === undefined ? "-" : formatValue(v));
 
-interface AdminUser {
-  id: number;
-  username: string;
-  name: string;
-  email: string;
-  group_id: number;
-  enabled: boolean;
-  capacity_kb: number | null;
-  used_kb: number;
-  image_num: number;
-  album_num: number;
-  registered_ip: string;
-}
+/** The admin API's user, as the committed spec describes it. */
+type AdminUser = components["schemas"]["AdminUser"];
 
 function showUser(io: Io, u: AdminUser) {
   keyValues(io, { ...u, capacity_kb: u.capacity_kb === null ? "default (the group's)" : u.capacity_kb });
