@@ -396,11 +396,21 @@ export interface components {
              */
             seconds: number;
         };
-        ProfileResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        Envelope: {
+            /** @description true on success, false on failure */
+            status: boolean;
+            /** @description `success` on success; a human-readable reason on failure */
+            message: string;
+            /** @description The payload on success; null on failure */
+            data?: unknown;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        ProfileResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["Profile"];
         };
         Profile: {
@@ -439,23 +449,24 @@ export interface components {
             registered_ip: string;
         };
         /** @description Failure envelope: `status` false, a reason in `message`, `data` null. */
-        ErrorEnvelope: {
+        ErrorEnvelope: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: false;
+            status?: false;
             /**
              * @description Human-readable reason
              * @example Unauthenticated.
              */
-            message: string;
+            message?: string;
             data: null;
             /** @description Present on 500 answers; the server log carries the same id */
             request_id?: string;
         };
-        StrategyListResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        StrategyListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: {
                 strategies: components["schemas"]["Strategy"][];
             };
@@ -467,11 +478,11 @@ export interface components {
             name: string;
         };
         /** @description HTTP 422: a field is missing, has the wrong type or is out of range. */
-        ValidationError: {
+        ValidationError: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: false;
+            status?: false;
             /** @example The per page field must be between 1 and 100. */
-            message: string;
+            message?: string;
             data: null;
             /**
              * @description Field name → messages. Nested fields are joined with dots.
@@ -485,11 +496,12 @@ export interface components {
                 [key: string]: string[];
             };
         };
-        ImageResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        ImageResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["Image"];
         };
         Image: {
@@ -581,11 +593,12 @@ export interface components {
             /** Format: uri */
             delete_url: string;
         };
-        ImagePageResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        ImagePageResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["ImagePage"];
         };
         ImagePage: {
@@ -602,18 +615,20 @@ export interface components {
             total: number;
             data: components["schemas"]["Image"][];
         };
-        DeleteResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        EmptyResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: null;
         };
-        TemporaryTokenListResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        TemporaryTokenListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: {
                 tokens: components["schemas"]["TemporaryToken"][];
             };
@@ -627,11 +642,12 @@ export interface components {
              */
             expired_at: string;
         };
-        SettingsResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        SettingsResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["Settings"];
         };
         Settings: {
@@ -640,11 +656,18 @@ export interface components {
             /** @description Allow uploads and strategy listing without a token */
             guest_upload_enabled: boolean;
         };
-        GroupListResponse: {
+        SettingsInput: {
+            /** @description Site-wide API switch; off = 403 on every /api/v1 call */
+            api_enabled?: boolean;
+            /** @description Allow uploads and strategy listing without a token */
+            guest_upload_enabled?: boolean;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        GroupListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: {
                 groups: components["schemas"]["Group"][];
             };
@@ -674,12 +697,41 @@ export interface components {
             review_fail_open: boolean;
             strategy_ids: number[];
         };
-        GroupResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        GroupResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["Group"];
+        };
+        CreateGroupInput: {
+            name: string;
+            enabled?: boolean;
+            allow_api?: boolean;
+            /** @description New users join the default group */
+            is_default?: boolean;
+            max_file_size_kb?: number;
+            allowed_extensions?: ("jpg" | "jpeg" | "png" | "gif" | "webp" | "avif" | "tif" | "tiff")[];
+            max_pixels?: number;
+            uploads_per_minute?: number | null;
+            uploads_per_hour?: number | null;
+            uploads_per_day?: number | null;
+            uploads_per_week?: number | null;
+            uploads_per_month?: number | null;
+            concurrent_uploads?: number | null;
+            /** @description Longest `expired_at` allowed, in seconds from now; null = no ceiling */
+            retention_max_seconds?: number | null;
+            default_capacity_kb?: number;
+            /** @enum {string} */
+            review_provider?: "none" | "webhook";
+            /** Format: uri */
+            review_webhook_url?: string | null;
+            review_timeout_ms?: number;
+            /** @description Accept the image when the review webhook fails or times out */
+            review_fail_open?: boolean;
+            /** @description Ordered: automatic uploads try them in this order */
+            strategy_ids?: number[];
         };
         GroupInput: {
             name?: string;
@@ -709,11 +761,12 @@ export interface components {
             /** @description Ordered: automatic uploads try them in this order */
             strategy_ids?: number[];
         };
-        AdminStrategyListResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminStrategyListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: {
                 strategies: components["schemas"]["AdminStrategy"][];
             };
@@ -730,12 +783,25 @@ export interface components {
             used_kb: number;
             enabled: boolean;
         };
-        AdminStrategyResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminStrategyResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["AdminStrategy"];
+        };
+        CreateStrategyInput: {
+            name: string;
+            /** @enum {string} */
+            driver: "local" | "s3";
+            /** @description local: `{root?, url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}` */
+            config?: {
+                [key: string]: unknown;
+            };
+            /** @description null = unlimited */
+            quota_kb?: number | null;
+            enabled?: boolean;
         };
         StrategyInput: {
             name?: string;
@@ -749,11 +815,12 @@ export interface components {
             quota_kb?: number | null;
             enabled?: boolean;
         };
-        AdminUserListResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminUserListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: {
                 users: components["schemas"]["AdminUser"][];
             };
@@ -772,11 +839,12 @@ export interface components {
             album_num: number;
             registered_ip: string;
         };
-        AdminUserResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminUserResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["AdminUser"];
         };
         CreateUserInput: {
@@ -798,11 +866,12 @@ export interface components {
             capacity_kb?: number | null;
             name?: string;
         };
-        PermanentTokenResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        PermanentTokenResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["PermanentToken"];
         };
         PermanentToken: {
@@ -813,29 +882,27 @@ export interface components {
              */
             token: string;
         };
-        EmptyResponse: {
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AlbumResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
-            data: null;
-        };
-        AlbumResponse: {
-            /** @enum {boolean} */
-            status: true;
-            /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: components["schemas"]["Album"];
         };
         Album: {
             id: number;
             name: string;
         };
-        HealthResponse: {
+        AlbumInput: {
+            name: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        HealthResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
-            status: true;
+            status?: true;
             /** @enum {string} */
-            message: "success";
+            message?: "success";
             data: {
                 /** @enum {string} */
                 database: "up";
@@ -1238,7 +1305,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeleteResponse"];
+                    "application/json": components["schemas"]["EmptyResponse"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */
@@ -1508,12 +1575,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Site-wide API switch; off = 403 on every /api/v1 call */
-                    api_enabled?: boolean;
-                    /** @description Allow uploads and strategy listing without a token */
-                    guest_upload_enabled?: boolean;
-                };
+                "application/json": components["schemas"]["SettingsInput"];
             };
         };
         responses: {
@@ -1676,34 +1738,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    enabled?: boolean;
-                    allow_api?: boolean;
-                    /** @description New users join the default group */
-                    is_default?: boolean;
-                    max_file_size_kb?: number;
-                    allowed_extensions?: ("jpg" | "jpeg" | "png" | "gif" | "webp" | "avif" | "tif" | "tiff")[];
-                    max_pixels?: number;
-                    uploads_per_minute?: number | null;
-                    uploads_per_hour?: number | null;
-                    uploads_per_day?: number | null;
-                    uploads_per_week?: number | null;
-                    uploads_per_month?: number | null;
-                    concurrent_uploads?: number | null;
-                    /** @description Longest `expired_at` allowed, in seconds from now; null = no ceiling */
-                    retention_max_seconds?: number | null;
-                    default_capacity_kb?: number;
-                    /** @enum {string} */
-                    review_provider?: "none" | "webhook";
-                    /** Format: uri */
-                    review_webhook_url?: string | null;
-                    review_timeout_ms?: number;
-                    /** @description Accept the image when the review webhook fails or times out */
-                    review_fail_open?: boolean;
-                    /** @description Ordered: automatic uploads try them in this order */
-                    strategy_ids?: number[];
-                };
+                "application/json": components["schemas"]["CreateGroupInput"];
             };
         };
         responses: {
@@ -1995,18 +2030,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @enum {string} */
-                    driver: "local" | "s3";
-                    /** @description local: `{root?, url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}` */
-                    config?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description null = unlimited */
-                    quota_kb?: number | null;
-                    enabled?: boolean;
-                };
+                "application/json": components["schemas"]["CreateStrategyInput"];
             };
         };
         responses: {
@@ -2749,7 +2773,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Revoked */
+            /** @description Revoked; `data` is null */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2842,9 +2866,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["AlbumInput"];
             };
         };
         responses: {

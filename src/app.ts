@@ -6,6 +6,7 @@ import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
 import { AppError } from "./errors.ts";
 import { failure } from "./http/envelope.ts";
+import { Envelope } from "./http/schemas.ts";
 import type { AppEnv } from "./http/types.ts";
 import { validationHook } from "./http/validation.ts";
 import { registerRoutes } from "./routes/index.ts";
@@ -24,6 +25,7 @@ export const apiInfo = {
 const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
 
 export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, version: "3.1" | "3.0" = "3.1") {
+  app.openAPIRegistry.register("Envelope", Envelope);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",

@@ -5,8 +5,17 @@ export const dateTime = z
   .regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
   .openapi({ description: "`YYYY-MM-DD HH:MM:SS` in the server's time zone", example: "2026-11-22 10:30:00" });
 
-export const ErrorEnvelope = z
+/** Every answer's shape (contract 2.1); each operation's success schema narrows `data`. */
+export const Envelope = z
   .object({
+    status: z.boolean().openapi({ description: "true on success, false on failure" }),
+    message: z.string().openapi({ description: "`success` on success; a human-readable reason on failure" }),
+    data: z.unknown().openapi({ description: "The payload on success; null on failure" }),
+  })
+  .openapi("Envelope", { description: "Callers must check both the HTTP status code and `status`." });
+
+export const ErrorEnvelope = Envelope
+  .extend({
     status: z.literal(false),
     message: z.string().openapi({ description: "Human-readable reason", example: "Unauthenticated." }),
     data: z.null(),
@@ -17,8 +26,8 @@ export const ErrorEnvelope = z
   })
   .openapi("ErrorEnvelope", { description: "Failure envelope: `status` false, a reason in `message`, `data` null." });
 
-export const ValidationError = z
-  .object({
+export const ValidationError = Envelope
+  .extend({
     status: z.literal(false),
     message: z.string().openapi({ example: "The per page field must be between 1 and 100." }),
     data: z.null(),
@@ -33,13 +42,11 @@ export const ValidationError = z
 
 /** The success envelope around a named payload schema. */
 export function envelope<T extends z.ZodType>(data: T, name: string) {
-  return z
-    .object({
-      status: z.literal(true),
-      message: z.literal("success"),
-      data,
-    })
-    .openapi(name);
+  return Envelope.extend({
+    status: z.literal(true),
+    message: z.literal("success"),
+    data,
+  }).openapi(name);
 }
 
 export const Profile = z
@@ -122,3 +129,6 @@ export const ImagePage = z
     data: z.array(Image),
   })
   .openapi("ImagePage");
+
+/** A success without a payload. */
+export const EmptyResponse = envelope(z.null(), "EmptyResponse");

@@ -62,7 +62,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       description: "Creates a user group. Omitted limits take their defaults (10 MB per image, 100 MP, 1 GB capacity, no frequency or concurrency limit, no retention ceiling, no content review).",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
-      request: { body: jsonBody(GroupInput.required({ name: true })) },
+      request: { body: jsonBody(GroupInput.required({ name: true }).openapi("CreateGroupInput")) },
       responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {

@@ -44,7 +44,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       description: "Changes the named switches; omitted ones stay as they are.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
-      request: { body: jsonBody(Settings.partial().strict()) },
+      request: { body: jsonBody(Settings.partial().strict().openapi("SettingsInput")) },
       responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {

@@ -54,7 +54,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       description: "Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
-      request: { body: jsonBody(StrategyInput.required({ name: true, driver: true })) },
+      request: { body: jsonBody(StrategyInput.required({ name: true, driver: true }).openapi("CreateStrategyInput")) },
       responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {

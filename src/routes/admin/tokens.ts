@@ -4,7 +4,7 @@ import { createAlbum, getUser } from "../../db/repositories/users.ts";
 import { notFound } from "../../errors.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
-import { envelope } from "../../http/schemas.ts";
+import { EmptyResponse, envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { issuePermanentToken } from "../../services/tokens.ts";
 import { adminSecurity, adminTags, idParam, jsonBody, requireAdmin } from "./common.ts";
@@ -50,7 +50,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       security: adminSecurity,
       middleware: [requireAdmin] as const,
       request: { params: idParam },
-      responses: { ...okResponse(envelope(z.null(), "EmptyResponse"), "Revoked"), ...errorResponses(401, 404, 422, 500) },
+      responses: { ...okResponse(EmptyResponse, "Revoked; `data` is null"), ...errorResponses(401, 404, 422, 500) },
     }),
     async (c) => {
       const { db, clock } = c.get("deps");
@@ -68,7 +68,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       description: "Creates an album owned by the user; uploads may then name it in `album_id`.",
       security: adminSecurity,
       middleware: [requireAdmin] as const,
-      request: { params: idParam, body: jsonBody(z.object({ name: z.string().min(1).max(100) })) },
+      request: { params: idParam, body: jsonBody(z.object({ name: z.string().min(1).max(100) }).openapi("AlbumInput")) },
       responses: { ...okResponse(envelope(Album, "AlbumResponse"), "The album"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { permanentOnly, requireCaller } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
-import { envelope } from "../../http/schemas.ts";
+import { EmptyResponse } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { deleteImage } from "../../services/delete.ts";
 
@@ -22,7 +22,7 @@ export const deleteImageRoute = createRoute({
     }),
   },
   responses: {
-    ...okResponse(envelope(z.null(), "DeleteResponse"), "Deleted; `data` is null"),
+    ...okResponse(EmptyResponse, "Deleted; `data` is null"),
     ...errorResponses(401, 403, 404, 422, 500),
   },
 });
