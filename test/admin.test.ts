@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { users } from "../src/db/schema.ts";
+import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
+
+let ctx: TestContext;
+
+beforeAll(async () => {
+  ctx = await createTestContext();
+});
+afterAll(() => ctx.close());
+
+const call = (method: string, path: string, body?: unknown, type = "application/json") =>
+  ctx.json(path, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { "content-type": type } : {}) },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+describe("administration API", () => {
+  test("the seeded database: settings, a default and a guest group, one local strategy linked to both", async () => {
+    expect(await ctx.admin("GET", "/api/admin/settings")).toEqual({ api_enabled: true, guest_upload_enabled: false });
+    const { groups } = await ctx.admin("GET", "/api/admin/groups");
+    expect(groups.map((g: any) => [g.name, g.is_default, g.is_guest, g.enabled, g.allow_api, g.strategy_ids])).toEqual([
+      ["Default", true, false, true, true, [1]],
+      ["Guests", false, true, true, true, [1]],
+    ]);
+    const { strategies } = await ctx.admin("GET", "/api/admin/strategies");
+    expect(strategies).toEqual([{ id: 1, name: "Local", driver: "local", config: {}, quota_kb: null, used_kb: 0, enabled: true }]);
+  });
+
+  test("users: created in the default group, password stored hashed, duplicates refused", async () => {
+    const u = await ctx.admin("POST", "/api/admin/users", { username: "zoe", email: "Zoe@Example.com", password: "correct horse" });
+    expect(u).toMatchObject({ username: "zoe", name: "zoe", email: "zoe@example.com", group_id: 1, enabled: true, capacity_kb: null });
+    const [row] = await ctx.db.select().from(users).where(eq(users.id, u.id));
+    expect(row!.passwordHash).not.toContain("correct horse");
+    expect(await Bun.password.verify("correct horse", row!.passwordHash!)).toBe(true);
+    for (const body of [
+      { username: "zoe", email: "other@example.com" },
+      { username: "zoe2", email: "zoe@example.com" },
+    ]) {
+      const res = await call("POST", "/api/admin/users", body);
+      expect(res.status).toBe(422);
+      expect(res.body.message).toContain("already taken");
+    }
+    expect((await call("POST", "/api/admin/users", { username: "x", email: "nope" })).status).toBe(422);
+    expect((await call("POST", "/api/admin/users", { username: "guesty", email: "g@example.com", group_id: 2 })).status).toBe(422);
+    expect((await call("GET", "/api/admin/users/999999")).status).toBe(404);
+    const { users: found } = await ctx.admin("GET", "/api/admin/users?username=zoe");
+    expect(found.map((x: any) => x.id)).toEqual([u.id]);
+  });
+
+  test("groups and strategies: unknown or repeated strategy ids, bad driver config and unknown extensions are 422", async () => {
+    expect((await call("PATCH", "/api/admin/groups/1", { strategy_ids: [1, 1] })).status).toBe(422);
+    expect((await call("PATCH", "/api/admin/groups/1", { strategy_ids: [424242] })).status).toBe(422);
+    expect((await call("PATCH", "/api/admin/groups/1", { allowed_extensions: ["svg"] })).status).toBe(422);
+    expect((await call("PATCH", "/api/admin/groups/999", { enabled: true })).status).toBe(404);
+    expect((await call("POST", "/api/admin/groups", { name: "w", review_provider: "webhook" })).status).toBe(422);
+    const s3 = await call("POST", "/api/admin/strategies", { name: "S3", driver: "s3", config: { bucket: "b" } });
+    expect(s3.status).toBe(422);
+    expect(Object.keys(s3.body.errors)).toEqual(["config.url"]);
+    expect((await call("POST", "/api/admin/strategies", { name: "L", driver: "local", config: { rooot: "/x" } })).status).toBe(422);
+    expect((await call("PATCH", "/api/admin/strategies/999", { name: "x" })).status).toBe(404);
+  });
+
+  test("malformed JSON → 400, wrong media type → 415, token revocation of an unknown id → 404", async () => {
+    const bad = await call("PATCH", "/api/admin/settings", "{nope");
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ status: false, data: null });
+    const wrongType = await call("PATCH", "/api/admin/settings", "api_enabled=true", "application/x-www-form-urlencoded");
+    expect(wrongType.status).toBe(415);
+    expect((await call("DELETE", "/api/admin/tokens/999999")).status).toBe(404);
+  });
+});
