@@ -129,7 +129,7 @@ CREATE UNIQUE INDEX "images_key_key" ON "images" USING btree ("key");--> stateme
 CREATE UNIQUE INDEX "images_name_key" ON "images" USING btree ("name");--> statement-breakpoint
 CREATE UNIQUE INDEX "images_path_key" ON "images" USING btree ("path");--> statement-breakpoint
 CREATE INDEX "images_thumbnail_path_idx" ON "images" USING btree ("thumbnail_path");--> statement-breakpoint
-CREATE INDEX "images_owner_created_idx" ON "images" USING btree ("user_id","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "images_owner_created_idx" ON "images" USING btree ("user_id","created_at","id");--> statement-breakpoint
 CREATE INDEX "images_expired_at_idx" ON "images" USING btree ("expired_at") WHERE "images"."expired_at" is not null;--> statement-breakpoint
 CREATE UNIQUE INDEX "tokens_secret_hash_key" ON "tokens" USING btree ("secret_hash");--> statement-breakpoint
 CREATE INDEX "tokens_user_idx" ON "tokens" USING btree ("user_id");--> statement-breakpoint

@@ -3,6 +3,7 @@
  *
  *   bun run scripts/bench.ts            full run (< 3 minutes)
  *   bun run scripts/bench.ts --quick    short run (< 40 seconds)
+ *   bun run scripts/bench.ts --images 1000000   the listing section on an account of a million images
  *
  * PGlite always; PostgreSQL too when TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * answers — each run gets a fresh database there, dropped at the end. Measurements of the two databases
@@ -20,6 +21,14 @@ const QUICK = process.argv.includes("--quick");
 const cfg = QUICK
   ? { warmup: 3, iters: 12, loadSeconds: 1.5, serveSeconds: 1.5, listWarmup: 3, listReqs: 20, seedImages: 5000, budgetMs: 38_000 }
   : { warmup: 5, iters: 40, loadSeconds: 5, serveSeconds: 5, listWarmup: 5, listReqs: 50, seedImages: 5000, budgetMs: 175_000 };
+// --images N: how many images the listing section seeds into one account (e.g. 1000000 for the million case)
+const imagesArg = process.argv.indexOf("--images");
+if (imagesArg > 0) {
+  const n = Number(process.argv[imagesArg + 1]);
+  if (!Number.isInteger(n) || n < 4500 || n > 5_000_000) throw new Error("--images takes an integer from 4500 to 5000000");
+  cfg.seedImages = n;
+  cfg.budgetMs += Math.ceil(n / 1000) * 60; // seeding costs ~20 s per million rows per database
+}
 const PG_URL = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const HOST = "http://img.test"; // the harness's base URL, for in-process requests
 

@@ -155,7 +155,8 @@ export const images = pgTable(
     uniqueIndex("images_name_key").on(t.name),
     uniqueIndex("images_path_key").on(t.path),
     index("images_thumbnail_path_idx").on(t.thumbnailPath),
-    index("images_owner_created_idx").on(t.userId, t.createdAt.desc(), t.id.desc()),
+    // ascending: scanned backwards it serves "order by created_at desc, id desc" (nulls first), top-N without a sort
+    index("images_owner_created_idx").on(t.userId, t.createdAt, t.id),
     index("images_expired_at_idx").on(t.expiredAt).where(sql`${t.expiredAt} is not null`),
   ],
 );
