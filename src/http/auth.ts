@@ -37,11 +37,11 @@ function groupGate(group: Group) {
  * group flags are 403; no credential is a guest only where the rule allows it and guest upload is on.
  */
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
-  const settings = await getSettings(deps.db);
+  // both lookups at once (two pool connections on PostgreSQL); the switch still decides first
+  const [settings, found] = await Promise.all([getSettings(deps.db), token === null ? null : lookupToken(deps, token)]);
   if (!settings.apiEnabled) throw forbidden("The API is disabled on this site.");
 
   if (token !== null) {
-    const found = await lookupToken(deps, token);
     if (!found) throw unauthorized("Invalid token.");
     const { token: row, user, group } = found;
     if (row.revokedAt) throw unauthorized("Invalid token.");
