@@ -64,6 +64,19 @@ describe("strategy selection (contract 4.2)", () => {
     expect(await keysOn(second.id)).toContain(r6.body.data.key);
   });
 
+  test("rule 1 under concurrency: uploads that lose the first strategy's quota to a race go to the next one", async () => {
+    const first = await ctx.admin("POST", "/api/admin/strategies", { name: "Small", driver: "local", quota_kb: roomFor(3) });
+    const second = await ctx.admin("POST", "/api/admin/strategies", { name: "Big", driver: "local", quota_kb: null });
+    const { user } = await userInGroup({ strategy_ids: [first.id, second.id] });
+    const results = await Promise.all(Array.from({ length: 12 }, () => ctx.upload(user.token, file())));
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
+    expect(await strategyUsedBytes(first.id)).toBe(3 * size);
+    expect(await strategyUsedBytes(second.id)).toBe(9 * size);
+    // with strategy_id there is no fallback, even in a race
+    const full = await Promise.all(Array.from({ length: 3 }, () => ctx.upload(user.token, file(), { strategy_id: String(first.id) })));
+    expect(full.map((r) => r.status)).toEqual([400, 400, 400]);
+  });
+
   test("strategy_id must be usable by the caller's group: another group's or a disabled one → 400", async () => {
     const mine = await ctx.admin("POST", "/api/admin/strategies", { name: "Mine", driver: "local" });
     const theirs = await ctx.admin("POST", "/api/admin/strategies", { name: "Theirs", driver: "local" });

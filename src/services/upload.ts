@@ -23,6 +23,12 @@ export interface UploadInput {
   expiredAt?: Date;
 }
 
+class QuotaExhausted extends AppError {
+  constructor(strategy: Strategy) {
+    super("bad_request", `The storage strategy "${strategy.name}" has not enough quota left.`);
+  }
+}
+
 const kb = (bytes: number) => Math.round((bytes / 1024) * 100) / 100;
 
 /** Who the frequency and concurrency limits count against: the account, or the guest's address. */
@@ -88,7 +94,7 @@ export async function uploadImage(deps: Deps, input: UploadInput) {
     }
   }
   // 6. strategy permission and quota (re-checked atomically below)
-  const strategy = await selectStrategy(deps, group.id, input.strategyId, size);
+  let strategy = await selectStrategy(deps, group.id, input.strategyId, size);
   // 3. capacity (re-checked atomically below)
   if (caller.kind === "user" && caller.user.usedBytes + size > capacityKbOf(caller.user, group) * 1024) {
     throw badRequest("Insufficient capacity.");
@@ -120,62 +126,74 @@ export async function uploadImage(deps: Deps, input: UploadInput) {
     const path = `${date}/${name}`;
     const thumbnailPath = thumbnail ? `thumbnails/${date}/${stem}.webp` : null;
 
-    const storage = deps.storage.for(strategy);
-    const stored: string[] = [];
-    const removeStored = () => Promise.allSettled(stored.map((p) => storage.delete(p)));
-    try {
-      await storage.put(path, file.bytes, mimetype);
-      stored.push(path);
-      if (thumbnailPath) {
-        await storage.put(thumbnailPath, thumbnail!, "image/webp");
-        stored.push(thumbnailPath);
+    /** Stores the objects on `target`, then records and charges in one transaction; undoes the store on failure. */
+    const storeAndRecord = async (target: Strategy): Promise<ImageRow> => {
+      const storage = deps.storage.for(target);
+      const stored: string[] = [];
+      const removeStored = () => Promise.allSettled(stored.map((p) => storage.delete(p)));
+      try {
+        await storage.put(path, file.bytes, mimetype);
+        stored.push(path);
+        if (thumbnailPath) {
+          await storage.put(thumbnailPath, thumbnail!, "image/webp");
+          stored.push(thumbnailPath);
+        }
+      } catch (e) {
+        await removeStored();
+        if (e instanceof StorageError) console.error(`upload: ${e.message}`);
+        throw e instanceof StorageError ? new AppError("internal", "The storage service failed; nothing was stored.") : e;
       }
-    } catch (e) {
-      await removeStored();
-      if (e instanceof StorageError) console.error(`upload: ${e.message}`);
-      throw e instanceof StorageError ? new AppError("internal", "The storage service failed; nothing was stored.") : e;
-    }
-
-    let image: ImageRow;
-    try {
-      image = await deps.db.transaction(async (tx) => {
-        await checkFrequency(tx, group, subject, now, true);
-        if (caller.kind === "user" && !(await chargeUser(tx, caller.user.id, size, group.defaultCapacityKb))) {
-          throw badRequest("Insufficient capacity.");
-        }
-        const row = await insertImage(tx, {
-          key: randomToken(12),
-          userId: caller.kind === "user" ? caller.user.id : null,
-          albumId: input.albumId ?? null,
-          strategyId: strategy.id,
-          path,
-          thumbnailPath,
-          name,
-          originName,
-          size,
-          mimetype,
-          extension,
-          width: inspection.width,
-          height: inspection.height,
-          md5,
-          sha1,
-          isPublic: input.isPublic,
-          expiredAt: input.expiredAt ?? null,
-          uploaderIp: input.ip,
-          createdAt: now,
+      try {
+        return await deps.db.transaction(async (tx) => {
+          await checkFrequency(tx, group, subject, now, true);
+          if (caller.kind === "user" && !(await chargeUser(tx, caller.user.id, size, group.defaultCapacityKb))) {
+            throw badRequest("Insufficient capacity.");
+          }
+          const row = await insertImage(tx, {
+            key: randomToken(12),
+            userId: caller.kind === "user" ? caller.user.id : null,
+            albumId: input.albumId ?? null,
+            strategyId: target.id,
+            path,
+            thumbnailPath,
+            name,
+            originName,
+            size,
+            mimetype,
+            extension,
+            width: inspection.width,
+            height: inspection.height,
+            md5,
+            sha1,
+            isPublic: input.isPublic,
+            expiredAt: input.expiredAt ?? null,
+            uploaderIp: input.ip,
+            createdAt: now,
+          });
+          await recordUpload(tx, subject, now);
+          // the strategy row is shared by every uploader: lock it last, so it is held only until commit
+          if (!(await chargeStrategy(tx, target.id, size))) throw new QuotaExhausted(target);
+          return row;
         });
-        await recordUpload(tx, subject, now);
-        // the strategy row is shared by every uploader: lock it last, so it is held only until commit
-        if (!(await chargeStrategy(tx, strategy.id, size))) {
-          throw badRequest(`The storage strategy "${strategy.name}" has not enough quota left.`);
-        }
-        return row;
-      });
-    } catch (e) {
-      await removeStored();
-      throw e;
+      } catch (e) {
+        await removeStored();
+        throw e;
+      }
+    };
+
+    // A concurrent upload may take the quota the selection saw. With strategy_id that is a refusal (rule 3);
+    // without it, the next strategy in group order is tried, as rule 1 says.
+    const tried: number[] = [];
+    for (;;) {
+      try {
+        const image = await storeAndRecord(strategy);
+        return toImageResource(image, strategy, deps.storage, deps.config.baseUrl);
+      } catch (e) {
+        if (!(e instanceof QuotaExhausted) || input.strategyId !== undefined) throw e;
+        tried.push(strategy.id);
+        strategy = await selectStrategy(deps, group.id, undefined, size, tried);
+      }
     }
-    return toImageResource(image, strategy, deps.storage, deps.config.baseUrl);
   } finally {
     await release();
   }
@@ -185,8 +203,14 @@ export async function uploadImage(deps: Deps, input: UploadInput) {
  * Contract 4.2: with `strategy_id`, that strategy or a refusal (no fallback); without it, the first
  * strategy in group order whose remaining quota fits the file — so one that regains quota is preferred again.
  */
-async function selectStrategy(deps: Deps, groupId: number, strategyId: number | undefined, size: number): Promise<Strategy> {
-  const usable = await listUsableStrategies(deps.db, groupId);
+async function selectStrategy(
+  deps: Deps,
+  groupId: number,
+  strategyId: number | undefined,
+  size: number,
+  exclude: number[] = [],
+): Promise<Strategy> {
+  const usable = (await listUsableStrategies(deps.db, groupId)).filter((s) => !exclude.includes(s.id));
   const fits = (s: Strategy) => s.quotaKb === null || s.usedBytes + size <= s.quotaKb * 1024;
   if (strategyId !== undefined) {
     const chosen = usable.find((s) => s.id === strategyId);
@@ -194,7 +218,7 @@ async function selectStrategy(deps: Deps, groupId: number, strategyId: number | 
     if (!fits(chosen)) throw badRequest(`The storage strategy "${chosen.name}" has not enough quota left.`);
     return chosen;
   }
-  if (usable.length === 0) throw badRequest("Your user group has no storage strategy.");
+  if (usable.length === 0 && exclude.length === 0) throw badRequest("Your user group has no storage strategy.");
   const first = usable.find(fits);
   if (!first) throw badRequest("No storage strategy of your user group has enough quota left.");
   return first;
