@@ -1,12 +1,11 @@
-import { timingSafeEqual } from "node:crypto";
 import type { Context, MiddlewareHandler } from "hono";
 import { getGuestGroup, type Group } from "../db/repositories/groups.ts";
 import { getSettings } from "../db/repositories/settings.ts";
-import { hasUsableStrategy } from "../db/repositories/strategies.ts";
+import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { Deps } from "../deps.ts";
 import { forbidden, unauthorized } from "../errors.ts";
-import { sha256Hex } from "../services/secrets.ts";
+import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
 import type { AppEnv, Caller } from "./types.ts";
 
 export interface AccessRule {
@@ -59,7 +58,7 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
   const group = await getGuestGroup(deps.db);
   if (!group) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
   groupGate(group);
-  if (!(await hasUsableStrategy(deps.db, group.id))) {
+  if ((await listUsableStrategies(deps.db, group.id)).length === 0) {
     throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
   }
   return { kind: "guest", group };
@@ -80,9 +79,7 @@ async function lookupToken(deps: Deps, token: string) {
     found = await findTokenWithOwner(deps.db, { secretHash: sha256Hex(raw) });
   }
   if (!found) return null;
-  const a = Buffer.from(sha256Hex(raw), "hex");
-  const b = Buffer.from(found.token.secretHash, "hex");
-  return a.length === b.length && timingSafeEqual(a, b) ? found : null;
+  return sameSecretHash(sha256Hex(raw), found.token.secretHash) ? found : null;
 }
 
 /** Authenticates from the Authorization header and stores the caller for the handler. */

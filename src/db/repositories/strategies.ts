@@ -1,5 +1,5 @@
 import { defined } from "./defined.ts";
-import { and, asc, eq, ilike, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, ilike, inArray } from "drizzle-orm";
 import type { Db } from "../client.ts";
 import { groupStrategies, strategies } from "../schema.ts";
 
@@ -17,16 +17,6 @@ export async function listUsableStrategies(db: Db, groupId: number, q?: string):
     .where(and(...conditions))
     .orderBy(asc(groupStrategies.position), asc(strategies.id));
   return rows.map((r) => r.strategy);
-}
-
-export async function hasUsableStrategy(db: Db, groupId: number): Promise<boolean> {
-  const [row] = await db
-    .select({ one: sql<number>`1` })
-    .from(groupStrategies)
-    .innerJoin(strategies, eq(strategies.id, groupStrategies.strategyId))
-    .where(and(eq(groupStrategies.groupId, groupId), eq(strategies.enabled, true)))
-    .limit(1);
-  return row !== undefined;
 }
 
 export async function listStrategies(db: Db): Promise<Strategy[]> {

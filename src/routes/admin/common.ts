@@ -1,9 +1,9 @@
-import { timingSafeEqual } from "node:crypto";
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bearerToken } from "../../http/auth.ts";
 import { unauthorized } from "../../errors.ts";
-import { sha256Hex } from "../../services/secrets.ts";
+import { supportedExtensions } from "../../images/formats.ts";
+import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
 
 export const adminTags = ["Administration"];
@@ -13,9 +13,9 @@ export const adminSecurity = [{ adminToken: [] }];
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   const token = bearerToken(c.req.header("authorization"));
   if (token === null) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
-  const a = Buffer.from(sha256Hex(token), "hex");
-  const b = Buffer.from(sha256Hex(c.get("deps").config.adminToken), "hex");
-  if (!timingSafeEqual(a, b)) throw unauthorized("Invalid admin token.");
+  if (!sameSecretHash(sha256Hex(token), sha256Hex(c.get("deps").config.adminToken))) {
+    throw unauthorized("Invalid admin token.");
+  }
   await next();
 };
 
@@ -37,7 +37,7 @@ export const GroupInput = z
     allow_api: z.boolean(),
     is_default: z.boolean().openapi({ description: "New users join the default group" }),
     max_file_size_kb: z.number().int().min(1).max(1_048_576),
-    allowed_extensions: z.array(z.enum(["jpg", "jpeg", "png", "gif", "webp", "avif", "tif", "tiff"])).min(1),
+    allowed_extensions: z.array(z.enum(supportedExtensions)).min(1),
     max_pixels: z.number().int().min(1).max(1_000_000_000),
     uploads_per_minute: nullableLimit,
     uploads_per_hour: nullableLimit,
