@@ -3,6 +3,7 @@ import { findImageByStoredPath } from "../../db/repositories/images.ts";
 import { failure } from "../../http/envelope.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { LocalStorage } from "../../storage/local.ts";
+import { parseRange } from "../../http/range.ts";
 
 const ONE_YEAR = 31_536_000;
 const storedPathShape = /^[A-Za-z0-9_.\/-]{1,300}$/;
@@ -12,26 +13,6 @@ const securityHeaders = {
   "cross-origin-resource-policy": "cross-origin",
   "accept-ranges": "bytes",
 };
-
-/** `bytes=a-b`, `bytes=a-`, `bytes=-n` → [start, end] inclusive; null = serve whole; "unsatisfiable" = 416. */
-function parseRange(header: string, size: number): [number, number] | null | "unsatisfiable" {
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === "" && m[2] === "")) return null; // multiple or malformed ranges: ignore, serve whole
-  let start: number;
-  let end: number;
-  if (m[1] === "") {
-    const suffix = Number(m[2]);
-    if (suffix === 0) return "unsatisfiable";
-    start = Math.max(0, size - suffix);
-    end = size - 1;
-  } else {
-    start = Number(m[1]);
-    end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
-    if (m[2] !== "" && Number(m[2]) < start) return null;
-  }
-  if (start >= size || size === 0) return "unsatisfiable";
-  return [start, end];
-}
 
 /** Serves objects of local strategies at BASE_URL/i/<path>, with validators and ranges. */
 export function register(app: OpenAPIHono<AppEnv>) {
