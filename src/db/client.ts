@@ -10,6 +10,9 @@ import postgres from "postgres";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+/** What a repository function runs on: the pool, or a transaction already open. */
+export type Executor = Db | Tx;
 
 export interface Database {
   db: Db;
@@ -26,7 +29,7 @@ const MIGRATION_LOCK = 7_340_001;
 
 export function openPostgres(url: string, options: { max?: number } = {}): Database {
   const client = postgres(url, { max: options.max ?? 10, onnotice: () => {} });
-  const db = drizzlePostgres(client, { schema }) as unknown as Db;
+  const db: Db = drizzlePostgres(client, { schema });
   return {
     db,
     driver: "postgres",
@@ -56,7 +59,7 @@ export async function openPglite(dataDir: string | undefined, options: { loadDat
   }
   try {
     const client = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
-    const db = drizzlePglite(client, { schema }) as unknown as Db;
+    const db: Db = drizzlePglite(client, { schema });
     return {
       db,
       driver: "pglite",

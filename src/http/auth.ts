@@ -6,7 +6,8 @@ import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { Deps } from "../deps.ts";
 import { forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
-import type { AppEnv, Caller } from "./types.ts";
+import type { Caller, UserCaller } from "../services/caller.ts";
+import type { AppEnv, UserEnv } from "./types.ts";
 
 export interface AccessRule {
   /** Temporary upload tokens are accepted (POST /upload only). */
@@ -35,6 +36,8 @@ function groupGate(group: Group) {
  * valid (401) and is never downgraded to a guest; a temporary token beyond upload is 403; account and
  * group flags are 403; no credential is a guest only where the rule allows it and guest upload is on.
  */
+export async function authenticate(deps: Deps, token: string | null, rule: AccessRule & { guest: false }): Promise<UserCaller>;
+export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
   // both lookups at once (two pool connections on PostgreSQL); the switch still decides first
   const [settings, found] = await Promise.all([getSettings(deps.db), token === null ? null : lookupToken(deps, token)]);
@@ -85,13 +88,17 @@ async function lookupToken(deps: Deps, token: string) {
 /** Authenticates from the Authorization header and stores the caller for the handler. */
 export function requireCaller(rule: AccessRule): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const deps = c.get("deps");
-    c.set("caller", await authenticate(deps, bearerToken(c.req.header("authorization")), rule));
+    c.set("caller", await authenticate(c.get("deps"), bearerToken(c.req.header("authorization")), rule));
     await next();
   };
 }
 
-export const permanentOnly: AccessRule = { temporary: false, guest: false };
+/** A permanent token of an enabled account: the handler's `caller` is a user, by type. */
+export const requireUser: MiddlewareHandler<UserEnv> = async (c, next) => {
+  const token = bearerToken(c.req.header("authorization"));
+  c.set("caller", await authenticate(c.get("deps"), token, { temporary: false, guest: false }));
+  await next();
+};
 
 export function clientIp(c: Context<AppEnv>): string {
   const deps = c.get("deps");

@@ -1,11 +1,5 @@
-import type { Group } from "../db/repositories/groups.ts";
-import type { User } from "../db/repositories/users.ts";
-import type { TokenKind } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
-
-export type Caller =
-  | { kind: "user"; user: User; group: Group; tokenKind: TokenKind; tokenId: number }
-  | { kind: "guest"; group: Group };
+import type { Caller, UserCaller } from "../services/caller.ts";
 
 export type AppEnv = {
   Variables: {
@@ -14,3 +8,6 @@ export type AppEnv = {
     caller: Caller;
   };
 };
+
+/** The environment of a handler behind `requireUser`. */
+export type UserEnv = { Variables: Omit<AppEnv["Variables"], "caller"> & { caller: UserCaller } };

@@ -1,6 +1,7 @@
 import type { Deps } from "../deps.ts";
-import { deleteImageAndRelease, findImageForOwner, type ImageRow, type Tx } from "../db/repositories/images.ts";
+import { deleteImageAndRelease, findImageForOwner, type ImageRow } from "../db/repositories/images.ts";
 import { getStrategy } from "../db/repositories/strategies.ts";
+import type { Tx } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { StorageError } from "../storage/index.ts";
 
@@ -9,7 +10,7 @@ import { StorageError } from "../storage/index.ts";
  * and capacity, in one transaction. A storage failure rolls everything back: the record stays.
  */
 export async function removeImage(deps: Deps, tx: Tx, image: ImageRow) {
-  const strategy = await getStrategy(tx as never, image.strategyId);
+  const strategy = await getStrategy(tx, image.strategyId);
   if (strategy) {
     const storage = deps.storage.for(strategy);
     try {

@@ -1,7 +1,6 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
+import type { Db, Executor, Tx } from "../db/client.ts";
 import type { Group } from "../db/repositories/groups.ts";
-import type { Tx } from "../db/repositories/images.ts";
 import { uploadLeases, uploadLog } from "../db/schema.ts";
 import { badRequest } from "../errors.ts";
 
@@ -22,7 +21,7 @@ const hasFrequencyLimit = (g: Group) => windows.some(([, , field]) => g[field] !
  * counts, deleted or not. Inside a transaction the subject is locked first, so concurrent uploads
  * cannot both see the last free slot.
  */
-export async function checkFrequency(db: Db | Tx, group: Group, subject: string, now: Date, lock: boolean) {
+export async function checkFrequency(db: Executor, group: Group, subject: string, now: Date, lock: boolean) {
   if (!hasFrequencyLimit(group)) return;
   if (lock) await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`freq:${subject}`}))`);
   const longest = Math.max(...windows.filter(([, , f]) => group[f] !== null).map(([, s]) => s));
@@ -81,7 +80,7 @@ export async function acquireUploadSlot(db: Db, group: Group, subject: string, n
 }
 
 /** Housekeeping for the sweeper: old log rows and lapsed leases. */
-export async function pruneLimits(db: Db, now: Date) {
+export async function pruneLimits(db: Executor, now: Date) {
   await db.delete(uploadLog).where(lt(uploadLog.createdAt, new Date(now.getTime() - LOG_RETENTION_SECONDS * 1000)));
   await db.delete(uploadLeases).where(lt(uploadLeases.expiresAt, now));
 }

@@ -1,13 +1,13 @@
 import type { Deps } from "../deps.ts";
+import type { Group } from "../db/repositories/groups.ts";
 import { chargeStrategy, chargeUser, insertImage, type ImageRow } from "../db/repositories/images.ts";
 import { listUsableStrategies, type Strategy } from "../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
-import type { Caller } from "../http/types.ts";
-import { formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
-import { decodeAndThumbnail, inspectImage } from "../images/inspect.ts";
+import { type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
+import { decodeAndThumbnail, type Inspection, inspectImage } from "../images/inspect.ts";
 import { StorageError } from "../storage/index.ts";
-import { toImageResource } from "./image-resource.ts";
+import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, recordUpload } from "./limits.ts";
 import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
@@ -21,6 +21,23 @@ export interface UploadInput {
   albumId?: number;
   isPublic: boolean;
   expiredAt?: Date;
+}
+
+/** What an accepted upload stored: the record, and the strategy it lives on. */
+export interface StoredImage {
+  image: ImageRow;
+  strategy: Strategy;
+}
+
+/** The uploaded file as the checks see it. */
+interface Upload {
+  bytes: Uint8Array;
+  size: number;
+  originName: string;
+  extension: Extension;
+  mimetype: string;
+  /** The Content-Type the client declared for the part ("" when absent). */
+  declaredType: string;
 }
 
 class QuotaExhausted extends AppError {
@@ -41,185 +58,247 @@ export function extensionOf(filename: string): string {
 }
 
 /**
- * Contract 4.3. Every check runs before anything is stored; then the object and its thumbnail are
- * stored, and one transaction re-checks frequency, charges quota and capacity and inserts the record.
- * Storing fails → nothing recorded or charged. The transaction fails → the stored objects are removed.
+ * Contract 4.3: the checks run in the contract's order, before anything is stored; then the object and
+ * its thumbnail are stored, and one transaction re-checks frequency, charges quota and capacity and
+ * inserts the record. Storing fails → nothing recorded or charged. The transaction fails → the stored
+ * objects are removed. The concurrency slot is held from its check until the answer.
  */
-export async function uploadImage(deps: Deps, input: UploadInput) {
-  const { caller, file } = input;
+export async function uploadImage(deps: Deps, input: UploadInput): Promise<StoredImage> {
+  const { caller } = input;
   const group = caller.group;
   const now = deps.clock();
-  const size = file.bytes.byteLength;
-  const originName = (file.filename.split(/[\\/]/).pop() ?? "").slice(0, 255) || "image";
 
-  // 1. format: extension allowed, declared type and content agree with it
-  const extension = extensionOf(originName);
-  if (!extension) throw badRequest("The file name has no extension.");
-  if (!isSupportedExtension(extension) || !group.allowedExtensions.includes(extension)) {
-    throw badRequest(`Unsupported format .${extension}: allowed are ${group.allowedExtensions.map((e) => `.${e}`).join(", ")}.`);
-  }
-  const mimetype = formats[extension];
-  const declared = mimeAliases[file.contentType] ?? file.contentType;
-  if (declared && declared !== "application/octet-stream" && declared !== mimetype) {
-    throw badRequest(`The declared type ${file.contentType} does not match the .${extension} extension.`);
-  }
-  // 2. size
-  if (size === 0) throw new AppError("validation", "The file is empty.", { file: ["The file is empty."] });
-  if (size > group.maxFileSizeKb * 1024) {
-    throw badRequest(`The file is ${kb(size)} KB; the limit is ${group.maxFileSizeKb} KB.`);
-  }
-  const inspection = await inspectImage(file.bytes);
-  if (!inspection || inspection.sniffedMime !== mimetype) {
-    throw badRequest(`The file content is not a valid ${extension.toUpperCase()} image.`);
-  }
-  if (inspection.width * inspection.height > group.maxPixels) {
-    throw badRequest(`The image has ${inspection.width}×${inspection.height} pixels; the limit is ${group.maxPixels} pixels.`);
-  }
-
-  // 8. guests, albums, permission
-  if (caller.kind === "guest") {
-    if (input.albumId !== undefined) throw badRequest("Guests cannot upload into an album.");
-    if (!input.isPublic) throw badRequest("Guests cannot upload private images.");
-  } else if (input.albumId !== undefined && !(await findAlbumForOwner(deps.db, input.albumId, caller.user.id))) {
-    throw badRequest("The album does not exist or is not yours.");
-  }
-  // 7. retention
-  if (input.expiredAt) {
-    if (input.expiredAt.getTime() <= now.getTime()) {
-      throw new AppError("validation", "The expired_at must be in the future.", { expired_at: ["The expired_at must be in the future."] });
-    }
-    const ceiling = group.retentionMaxSeconds;
-    if (ceiling !== null && input.expiredAt.getTime() > now.getTime() + ceiling * 1000) {
-      throw badRequest(`The expired_at is beyond the retention ceiling of ${ceiling} seconds for your group.`);
-    }
-  }
-  // 6. strategy permission and quota (re-checked atomically below)
-  let strategy = await selectStrategy(deps, group.id, input.strategyId, size);
-  // 3. capacity (re-checked atomically below)
-  if (caller.kind === "user" && caller.user.usedBytes + size > capacityKbOf(caller.user, group) * 1024) {
-    throw badRequest("Insufficient capacity.");
-  }
-  // 4. frequency (re-checked under a lock below)
+  const upload = checkFormat(group, input.file);
+  const inspection = await checkMime(group, upload);
+  checkSize(group, upload);
+  checkCapacity(caller, upload);
   const subject = subjectOf(caller, input.ip);
   await checkFrequency(deps.db, group, subject, now, false);
-
-  // 5. concurrency: a slot is held from here until the answer
   const release = await acquireUploadSlot(deps.db, group, subject, now);
   try {
-    // 9. content review
+    const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
+    await checkPlacement(deps, input);
+    checkRetention(group, input.expiredAt, now);
     await reviewContent(group, {
-      bytes: file.bytes,
-      mimetype,
-      originName,
+      bytes: upload.bytes,
+      mimetype: upload.mimetype,
+      originName: upload.originName,
       uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
     });
-
-    const thumbnail = await decodeAndThumbnail(file.bytes, inspection, group.maxPixels).catch(() => {
-      throw badRequest(`The file content is not a valid ${extension.toUpperCase()} image.`);
-    });
-    const md5 = new Bun.CryptoHasher("md5").update(file.bytes).digest("hex");
-    const sha1 = new Bun.CryptoHasher("sha1").update(file.bytes).digest("hex");
-
-    const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
-    const stem = randomToken(15); // 120 bits
-    const name = `${stem}.${extension}`;
-    const path = `${date}/${name}`;
-    const thumbnailPath = thumbnail ? `thumbnails/${date}/${stem}.webp` : null;
-
-    /** Stores the objects on `target`, then records and charges in one transaction; undoes the store on failure. */
-    const storeAndRecord = async (target: Strategy): Promise<ImageRow> => {
-      const storage = deps.storage.for(target);
-      const stored: string[] = [];
-      const removeStored = () => Promise.allSettled(stored.map((p) => storage.delete(p)));
-      try {
-        await storage.put(path, file.bytes, mimetype);
-        stored.push(path);
-        if (thumbnailPath) {
-          await storage.put(thumbnailPath, thumbnail!, "image/webp");
-          stored.push(thumbnailPath);
-        }
-      } catch (e) {
-        await removeStored();
-        if (e instanceof StorageError) console.error(`upload: ${e.message}`);
-        throw e instanceof StorageError ? new AppError("internal", "The storage service failed; nothing was stored.") : e;
-      }
-      try {
-        return await deps.db.transaction(async (tx) => {
-          await checkFrequency(tx, group, subject, now, true);
-          if (caller.kind === "user" && !(await chargeUser(tx, caller.user.id, size, group.defaultCapacityKb))) {
-            throw badRequest("Insufficient capacity.");
-          }
-          const row = await insertImage(tx, {
-            key: randomToken(12),
-            userId: caller.kind === "user" ? caller.user.id : null,
-            albumId: input.albumId ?? null,
-            strategyId: target.id,
-            path,
-            thumbnailPath,
-            name,
-            originName,
-            size,
-            mimetype,
-            extension,
-            width: inspection.width,
-            height: inspection.height,
-            md5,
-            sha1,
-            isPublic: input.isPublic,
-            expiredAt: input.expiredAt ?? null,
-            uploaderIp: input.ip,
-            createdAt: now,
-          });
-          await recordUpload(tx, subject, now);
-          // the strategy row is shared by every uploader: lock it last, so it is held only until commit
-          if (!(await chargeStrategy(tx, target.id, size))) throw new QuotaExhausted(target);
-          return row;
-        });
-      } catch (e) {
-        await removeStored();
-        throw e;
-      }
-    };
-
-    // A concurrent upload may take the quota the selection saw. With strategy_id that is a refusal (rule 3);
-    // without it, the next strategy in group order is tried, as rule 1 says.
-    const tried: number[] = [];
-    for (;;) {
-      try {
-        const image = await storeAndRecord(strategy);
-        return toImageResource(image, strategy, deps.storage, deps.config.baseUrl);
-      } catch (e) {
-        if (!(e instanceof QuotaExhausted) || input.strategyId !== undefined) throw e;
-        tried.push(strategy.id);
-        strategy = await selectStrategy(deps, group.id, undefined, size, tried);
-      }
-    }
+    const objects = await prepareObjects(upload, inspection, group, now);
+    return await storeWithFallback(deps, input, subject, now, objects, strategy);
   } finally {
     await release();
   }
 }
 
+/** Allowed formats: the file name has an extension the group accepts. */
+function checkFormat(group: Group, file: UploadInput["file"]): Upload {
+  const originName = (file.filename.split(/[\\/]/).pop() ?? "").slice(0, 255) || "image";
+  const extension = extensionOf(originName);
+  if (!extension) throw badRequest("The file name has no extension.");
+  if (!isSupportedExtension(extension) || !group.allowedExtensions.includes(extension)) {
+    throw badRequest(`Unsupported format .${extension}: allowed are ${group.allowedExtensions.map((e) => `.${e}`).join(", ")}.`);
+  }
+  const upload = { bytes: file.bytes, size: file.bytes.byteLength, originName, extension, mimetype: formats[extension], declaredType: file.contentType };
+  if (upload.size === 0) throw new AppError("validation", "The file is empty.", { file: ["The file is empty."] });
+  return upload;
+}
+
+/** MIME check: the declared type and the sniffed content agree with the extension; the header's pixel count fits. */
+async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
+  const declared = mimeAliases[upload.declaredType] ?? upload.declaredType;
+  if (declared && declared !== "application/octet-stream" && declared !== upload.mimetype) {
+    throw badRequest(`The declared type ${upload.declaredType} does not match the .${upload.extension} extension.`);
+  }
+  const inspection = await inspectImage(upload.bytes);
+  if (!inspection || inspection.sniffedMime !== upload.mimetype) throw notAValidImage(upload);
+  if (inspection.width * inspection.height > group.maxPixels) {
+    throw badRequest(`The image has ${inspection.width}×${inspection.height} pixels; the limit is ${group.maxPixels} pixels.`);
+  }
+  return inspection;
+}
+
+const notAValidImage = (upload: Upload) => badRequest(`The file content is not a valid ${upload.extension.toUpperCase()} image.`);
+
+/** Per-image size of the group. */
+function checkSize(group: Group, upload: Upload) {
+  if (upload.size > group.maxFileSizeKb * 1024) {
+    throw badRequest(`The file is ${kb(upload.size)} KB; the limit is ${group.maxFileSizeKb} KB.`);
+  }
+}
+
+/** Remaining capacity of the account (re-checked atomically when charged). Guests have none to check. */
+function checkCapacity(caller: Caller, upload: Upload) {
+  if (caller.kind === "user" && caller.user.usedBytes + upload.size > capacityKbOf(caller.user, caller.group) * 1024) {
+    throw badRequest("Insufficient capacity.");
+  }
+}
+
 /**
- * Contract 4.2: with `strategy_id`, that strategy or a refusal (no fallback); without it, the first
- * strategy in group order whose remaining quota fits the file — so one that regains quota is preferred again.
+ * Storage permission (contract 4.2): with `strategy_id`, that strategy or a refusal (no fallback);
+ * without it, the first strategy in group order whose remaining quota fits the file — so one that
+ * regains quota is preferred again. `exclude` holds strategies a concurrent upload has just filled.
  */
-async function selectStrategy(
+async function checkStoragePermission(
   deps: Deps,
-  groupId: number,
+  group: Group,
   strategyId: number | undefined,
   size: number,
   exclude: number[] = [],
 ): Promise<Strategy> {
-  const usable = (await listUsableStrategies(deps.db, groupId)).filter((s) => !exclude.includes(s.id));
+  const usable = (await listUsableStrategies(deps.db, group.id)).filter((s) => !exclude.includes(s.id));
   const fits = (s: Strategy) => s.quotaKb === null || s.usedBytes + size <= s.quotaKb * 1024;
   if (strategyId !== undefined) {
     const chosen = usable.find((s) => s.id === strategyId);
     if (!chosen) throw badRequest("The storage strategy is not available to your user group.");
-    if (!fits(chosen)) throw badRequest(`The storage strategy "${chosen.name}" has not enough quota left.`);
+    if (!fits(chosen)) throw new QuotaExhausted(chosen);
     return chosen;
   }
   if (usable.length === 0 && exclude.length === 0) throw badRequest("Your user group has no storage strategy.");
   const first = usable.find(fits);
   if (!first) throw badRequest("No storage strategy of your user group has enough quota left.");
   return first;
+}
+
+/** Album and visibility: an album must be the account's own; guests upload public images outside albums. */
+async function checkPlacement(deps: Deps, input: UploadInput) {
+  const { caller, albumId } = input;
+  if (caller.kind === "guest") {
+    if (albumId !== undefined) throw badRequest("Guests cannot upload into an album.");
+    if (!input.isPublic) throw badRequest("Guests cannot upload private images.");
+  } else if (albumId !== undefined && !(await findAlbumForOwner(deps.db, albumId, caller.user.id))) {
+    throw badRequest("The album does not exist or is not yours.");
+  }
+}
+
+/** Image retention: `expired_at` is in the future (422) and within the group's ceiling (400). */
+function checkRetention(group: Group, expiredAt: Date | undefined, now: Date) {
+  if (!expiredAt) return;
+  if (expiredAt.getTime() <= now.getTime()) {
+    throw new AppError("validation", "The expired_at must be in the future.", { expired_at: ["The expired_at must be in the future."] });
+  }
+  const ceiling = group.retentionMaxSeconds;
+  if (ceiling !== null && expiredAt.getTime() > now.getTime() + ceiling * 1000) {
+    throw badRequest(`The expired_at is beyond the retention ceiling of ${ceiling} seconds for your group.`);
+  }
+}
+
+/** The objects to store: the file under a fresh unguessable name, and its thumbnail when it needs one. */
+interface Objects {
+  upload: Upload;
+  inspection: Inspection;
+  name: string;
+  path: string;
+  thumbnail: { path: string; bytes: Uint8Array } | null;
+  md5: string;
+  sha1: string;
+}
+
+/** One decode (proves the image whole, yields the thumbnail) and the hashes, from the same buffer. */
+async function prepareObjects(upload: Upload, inspection: Inspection, group: Group, now: Date): Promise<Objects> {
+  const thumbnail = await decodeAndThumbnail(upload.bytes, inspection, group.maxPixels).catch(() => {
+    throw notAValidImage(upload);
+  });
+  const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
+  const stem = randomToken(15); // 120 bits
+  const name = `${stem}.${upload.extension}`;
+  return {
+    upload,
+    inspection,
+    name,
+    path: `${date}/${name}`,
+    thumbnail: thumbnail ? { path: `thumbnails/${date}/${stem}.webp`, bytes: thumbnail } : null,
+    md5: new Bun.CryptoHasher("md5").update(upload.bytes).digest("hex"),
+    sha1: new Bun.CryptoHasher("sha1").update(upload.bytes).digest("hex"),
+  };
+}
+
+/**
+ * A concurrent upload may take the quota the selection saw. With strategy_id that is a refusal (rule 3);
+ * without it, the next strategy in group order is tried, as rule 1 says.
+ */
+async function storeWithFallback(
+  deps: Deps,
+  input: UploadInput,
+  subject: string,
+  now: Date,
+  objects: Objects,
+  first: Strategy,
+): Promise<StoredImage> {
+  const tried: number[] = [];
+  for (let strategy = first; ; ) {
+    try {
+      return { image: await storeAndRecord(deps, input, subject, now, objects, strategy), strategy };
+    } catch (e) {
+      if (!(e instanceof QuotaExhausted) || input.strategyId !== undefined) throw e;
+      tried.push(strategy.id);
+      strategy = await checkStoragePermission(deps, input.caller.group, undefined, objects.upload.size, tried);
+    }
+  }
+}
+
+/** Stores the objects on `strategy`, then records and charges in one transaction; undoes the store on failure. */
+async function storeAndRecord(
+  deps: Deps,
+  input: UploadInput,
+  subject: string,
+  now: Date,
+  objects: Objects,
+  strategy: Strategy,
+): Promise<ImageRow> {
+  const { caller } = input;
+  const { upload, thumbnail } = objects;
+  const storage = deps.storage.for(strategy);
+  const stored: string[] = [];
+  const removeStored = () => Promise.allSettled(stored.map((p) => storage.delete(p)));
+  try {
+    await storage.put(objects.path, upload.bytes, upload.mimetype);
+    stored.push(objects.path);
+    if (thumbnail) {
+      await storage.put(thumbnail.path, thumbnail.bytes, "image/webp");
+      stored.push(thumbnail.path);
+    }
+  } catch (e) {
+    await removeStored();
+    if (!(e instanceof StorageError)) throw e;
+    console.error(`upload: ${e.message}`);
+    throw new AppError("internal", "The storage service failed; nothing was stored.");
+  }
+  try {
+    return await deps.db.transaction(async (tx) => {
+      await checkFrequency(tx, caller.group, subject, now, true);
+      if (caller.kind === "user" && !(await chargeUser(tx, caller.user.id, upload.size, caller.group.defaultCapacityKb))) {
+        throw badRequest("Insufficient capacity.");
+      }
+      const row = await insertImage(tx, {
+        key: randomToken(12),
+        userId: caller.kind === "user" ? caller.user.id : null,
+        albumId: input.albumId ?? null,
+        strategyId: strategy.id,
+        path: objects.path,
+        thumbnailPath: thumbnail?.path ?? null,
+        name: objects.name,
+        originName: upload.originName,
+        size: upload.size,
+        mimetype: upload.mimetype,
+        extension: upload.extension,
+        width: objects.inspection.width,
+        height: objects.inspection.height,
+        md5: objects.md5,
+        sha1: objects.sha1,
+        isPublic: input.isPublic,
+        expiredAt: input.expiredAt ?? null,
+        uploaderIp: input.ip,
+        createdAt: now,
+      });
+      await recordUpload(tx, subject, now);
+      // the strategy row is shared by every uploader: lock it last, so it is held only until commit
+      if (!(await chargeStrategy(tx, strategy.id, upload.size))) throw new QuotaExhausted(strategy);
+      return row;
+    });
+  } catch (e) {
+    await removeStored();
+    throw e;
+  }
 }

@@ -15,7 +15,7 @@ export class LocalStorage implements Storage {
   }
 
   /** The absolute file for a relative path, or null when the path would leave the root. */
-  resolve(path: string): string | null {
+  private resolve(path: string): string | null {
     if (!path || path.includes("\0") || path.includes("\\")) return null;
     const full = resolve(this.root, path);
     return full.startsWith(this.root + sep) ? full : null;
@@ -41,6 +41,11 @@ export class LocalStorage implements Storage {
     } catch (e) {
       throw new StorageError(`local delete failed: ${(e as Error).message}`);
     }
+  }
+
+  readableFile(path: string) {
+    const full = this.resolve(path);
+    return full ? Bun.file(full) : null;
   }
 
   url(path: string) {

@@ -47,6 +47,10 @@ export class S3Storage implements Storage {
     }
   }
 
+  readableFile() {
+    return null;
+  }
+
   url(path: string) {
     return `${this.config.publicUrl.replace(/\/+$/, "")}/${this.key(path).split("/").map(encodeURIComponent).join("/")}`;
   }

@@ -1,39 +1,39 @@
 import { asc, eq, sql } from "drizzle-orm";
-import type { Db } from "../client.ts";
+import type { Db, Executor } from "../client.ts";
 import { groupStrategies, groups } from "../schema.ts";
 
 export type Group = typeof groups.$inferSelect;
 export type NewGroup = typeof groups.$inferInsert;
 export type GroupWithStrategies = Group & { strategyIds: number[] };
 
-export async function getGroup(db: Db, id: number): Promise<Group | null> {
+export async function getGroup(db: Executor, id: number): Promise<Group | null> {
   const [row] = await db.select().from(groups).where(eq(groups.id, id));
   return row ?? null;
 }
 
-export async function getGuestGroup(db: Db): Promise<Group | null> {
+export async function getGuestGroup(db: Executor): Promise<Group | null> {
   const [row] = await db.select().from(groups).where(eq(groups.isGuest, true)).orderBy(asc(groups.id)).limit(1);
   return row ?? null;
 }
 
-export async function getDefaultGroup(db: Db): Promise<Group | null> {
+export async function getDefaultGroup(db: Executor): Promise<Group | null> {
   const [row] = await db.select().from(groups).where(eq(groups.isDefault, true)).orderBy(asc(groups.id)).limit(1);
   return row ?? null;
 }
 
-async function strategyIdsByGroup(db: Db): Promise<Map<number, number[]>> {
+async function strategyIdsByGroup(db: Executor): Promise<Map<number, number[]>> {
   const links = await db.select().from(groupStrategies).orderBy(asc(groupStrategies.position));
   const map = new Map<number, number[]>();
   for (const l of links) map.set(l.groupId, [...(map.get(l.groupId) ?? []), l.strategyId]);
   return map;
 }
 
-export async function listGroups(db: Db): Promise<GroupWithStrategies[]> {
+export async function listGroups(db: Executor): Promise<GroupWithStrategies[]> {
   const [rows, links] = await Promise.all([db.select().from(groups).orderBy(asc(groups.id)), strategyIdsByGroup(db)]);
   return rows.map((g) => ({ ...g, strategyIds: links.get(g.id) ?? [] }));
 }
 
-export async function getGroupWithStrategies(db: Db, id: number): Promise<GroupWithStrategies | null> {
+export async function getGroupWithStrategies(db: Executor, id: number): Promise<GroupWithStrategies | null> {
   const group = await getGroup(db, id);
   if (!group) return null;
   const links = await db
@@ -59,7 +59,7 @@ export async function saveGroup(
     } else if (Object.keys(values).length > 0) {
       const updated = await tx.update(groups).set(values).where(eq(groups.id, groupId)).returning({ id: groups.id });
       if (updated.length === 0) return null;
-    } else if (!(await getGroup(tx as unknown as Db, groupId))) {
+    } else if (!(await getGroup(tx, groupId))) {
       return null;
     }
     if (strategyIds) {
@@ -76,7 +76,7 @@ export async function saveGroup(
 }
 
 /** The largest per-image limit of any enabled group: the most a request without a header credential may send. */
-export async function largestUploadKb(db: Db): Promise<number> {
+export async function largestUploadKb(db: Executor): Promise<number> {
   const [row] = await db
     .select({ kb: sql<number>`coalesce(max(${groups.maxFileSizeKb}), 0)::int` })
     .from(groups)

@@ -1,13 +1,12 @@
 import { and, asc, desc, eq, lte, notInArray, or, sql } from "drizzle-orm";
-import type { Db } from "../client.ts";
+import type { Executor, Tx } from "../client.ts";
 import { images, strategies, users } from "../schema.ts";
 
 export type ImageRow = typeof images.$inferSelect;
 export type NewImage = typeof images.$inferInsert;
-export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 /** The image with this key (or stored file name) if the owner owns it; a foreign image looks missing. */
-export async function findImageForOwner(db: Db | Tx, keyOrName: string, ownerId: number, lock = false) {
+export async function findImageForOwner(db: Executor, keyOrName: string, ownerId: number, lock = false) {
   const q = db
     .select()
     .from(images)
@@ -18,7 +17,7 @@ export async function findImageForOwner(db: Db | Tx, keyOrName: string, ownerId:
 }
 
 /** A page of the owner's images, newest first; ties broken by id so pages never overlap. */
-export async function listImagesForOwner(db: Db, ownerId: number, limit: number, offset: number) {
+export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number) {
   return db
     .select()
     .from(images)
@@ -29,7 +28,7 @@ export async function listImagesForOwner(db: Db, ownerId: number, limit: number,
 }
 
 /** The image whose object or thumbnail is stored at `path`, with its strategy. */
-export async function findImageByStoredPath(db: Db, path: string) {
+export async function findImageByStoredPath(db: Executor, path: string) {
   const [row] = await db
     .select({ image: images, strategy: strategies })
     .from(images)

@@ -1,11 +1,11 @@
 import { and, eq, isNull, lt } from "drizzle-orm";
-import type { Db } from "../client.ts";
+import type { Executor } from "../client.ts";
 import { groups, tokens, users } from "../schema.ts";
 
 export type Token = typeof tokens.$inferSelect;
 
 /** The token row by id or by secret hash, with its owner and the owner's group. */
-export async function findTokenWithOwner(db: Db, by: { id: number } | { secretHash: string }) {
+export async function findTokenWithOwner(db: Executor, by: { id: number } | { secretHash: string }) {
   const [row] = await db
     .select({ token: tokens, user: users, group: groups })
     .from(tokens)
@@ -15,11 +15,11 @@ export async function findTokenWithOwner(db: Db, by: { id: number } | { secretHa
   return row ?? null;
 }
 
-export async function insertTokens(db: Db, rows: (typeof tokens.$inferInsert)[]): Promise<Token[]> {
+export async function insertTokens(db: Executor, rows: (typeof tokens.$inferInsert)[]): Promise<Token[]> {
   return db.insert(tokens).values(rows).returning();
 }
 
-export async function revokeToken(db: Db, id: number, at: Date): Promise<boolean> {
+export async function revokeToken(db: Executor, id: number, at: Date): Promise<boolean> {
   const rows = await db
     .update(tokens)
     .set({ revokedAt: at })
@@ -31,7 +31,7 @@ export async function revokeToken(db: Db, id: number, at: Date): Promise<boolean
 }
 
 /** Drops temporary tokens that expired more than a day ago (kept a little for clearer 401s in logs). */
-export async function deleteExpiredTemporaryTokens(db: Db, before: Date) {
+export async function deleteExpiredTemporaryTokens(db: Executor, before: Date) {
   await db
     .delete(tokens)
     .where(and(eq(tokens.kind, "temporary"), lt(tokens.expiredAt, before)));

@@ -1,28 +1,28 @@
 import { defined } from "./defined.ts";
 import { asc, eq, sql } from "drizzle-orm";
-import type { Db } from "../client.ts";
+import type { Executor } from "../client.ts";
 import { albums, users } from "../schema.ts";
 
 export type User = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
 export type Album = typeof albums.$inferSelect;
 
-export async function getUser(db: Db, id: number): Promise<User | null> {
+export async function getUser(db: Executor, id: number): Promise<User | null> {
   const [row] = await db.select().from(users).where(eq(users.id, id));
   return row ?? null;
 }
 
-export async function listUsers(db: Db, username?: string): Promise<User[]> {
+export async function listUsers(db: Executor, username?: string): Promise<User[]> {
   const q = db.select().from(users);
   return (username ? q.where(eq(users.username, username)) : q).orderBy(asc(users.id));
 }
 
-export async function createUser(db: Db, values: NewUser): Promise<User> {
+export async function createUser(db: Executor, values: NewUser): Promise<User> {
   const [row] = await db.insert(users).values(values).returning();
   return row!;
 }
 
-export async function updateUser(db: Db, id: number, patch: Partial<NewUser>): Promise<User | null> {
+export async function updateUser(db: Executor, id: number, patch: Partial<NewUser>): Promise<User | null> {
   patch = defined(patch);
   if (Object.keys(patch).length === 0) return getUser(db, id);
   const [row] = await db.update(users).set(patch).where(eq(users.id, id)).returning();
@@ -30,7 +30,7 @@ export async function updateUser(db: Db, id: number, patch: Partial<NewUser>): P
 }
 
 /** Creates an album and keeps the owner's album counter exact, in one transaction. */
-export async function createAlbum(db: Db, userId: number, name: string): Promise<Album> {
+export async function createAlbum(db: Executor, userId: number, name: string): Promise<Album> {
   return db.transaction(async (tx) => {
     const [album] = await tx.insert(albums).values({ userId, name }).returning();
     await tx.update(users).set({ albumNum: sql`${users.albumNum} + 1` }).where(eq(users.id, userId));
@@ -38,7 +38,7 @@ export async function createAlbum(db: Db, userId: number, name: string): Promise
   });
 }
 
-export async function findAlbumForOwner(db: Db, albumId: number, ownerId: number): Promise<Album | null> {
+export async function findAlbumForOwner(db: Executor, albumId: number, ownerId: number): Promise<Album | null> {
   const [row] = await db.select().from(albums).where(eq(albums.id, albumId));
   return row && row.userId === ownerId ? row : null;
 }

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bearerToken } from "../../http/auth.ts";
 import { unauthorized } from "../../errors.ts";
@@ -6,8 +6,6 @@ import { supportedExtensions } from "../../images/formats.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
 
-export const adminTags = ["Administration"];
-export const adminSecurity = [{ adminToken: [] }];
 
 /** Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -18,6 +16,11 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   await next();
 };
+
+/** An administration operation: its tag, the admin-token security and the middleware that enforces it. */
+export const adminRoute = <P extends string, R extends Omit<RouteConfig, "path" | "tags" | "security" | "middleware"> & { path: P }>(
+  route: R,
+) => createRoute({ ...route, tags: ["Administration"], security: [{ adminToken: [] }], middleware: [requireAdmin] as const });
 
 export const idParam = z.object({
   id: z.coerce.number().int().positive().openapi({ param: { name: "id", in: "path", example: 1 }, example: 1 }),

@@ -1,4 +1,4 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { type GroupWithStrategies, listGroups, saveGroup } from "../../db/repositories/groups.ts";
 import { getStrategies } from "../../db/repositories/strategies.ts";
 import type { Db } from "../../db/client.ts";
@@ -8,7 +8,7 @@ import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { adminSecurity, adminTags, Group, GroupInput, idParam, jsonBody, requireAdmin } from "./common.ts";
+import { adminRoute, Group, GroupInput, idParam, jsonBody } from "./common.ts";
 
 const GroupResponse = envelope(Group, "GroupResponse");
 
@@ -36,15 +36,12 @@ async function save(db: Db, id: number | null, input: z.infer<typeof GroupInput>
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "get",
       path: "/api/admin/groups",
       operationId: "adminListGroups",
-      tags: adminTags,
       summary: "List user groups",
       description: "Every user group with its flags, limits and ordered strategy ids. The guest group (`is_guest`) applies to callers without a token.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       responses: {
         ...okResponse(envelope(z.object({ groups: z.array(Group) }), "GroupListResponse"), "The groups"),
         ...errorResponses(401, 500),
@@ -53,15 +50,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     async (c) => respond(c, { groups: (await listGroups(c.get("deps").db)).map(toOutput) }),
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "post",
       path: "/api/admin/groups",
       operationId: "adminCreateGroup",
-      tags: adminTags,
       summary: "Create a user group",
       description: "Creates a user group. Omitted limits take their defaults (10 MB per image, 100 MP, 1 GB capacity, no frequency or concurrency limit, no retention ceiling, no content review).",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { body: jsonBody(GroupInput.required({ name: true }).openapi("CreateGroupInput")) },
       responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
@@ -71,15 +65,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     },
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "patch",
       path: "/api/admin/groups/{id}",
       operationId: "adminUpdateGroup",
-      tags: adminTags,
       summary: "Change a user group (flags, limits, ordered strategies)",
       description: "Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(GroupInput) },
       responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),

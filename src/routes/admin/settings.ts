@@ -1,10 +1,10 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { getSettings, updateSettings } from "../../db/repositories/settings.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { adminSecurity, adminTags, jsonBody, requireAdmin } from "./common.ts";
+import { adminRoute, jsonBody } from "./common.ts";
 
 const Settings = z
   .object({
@@ -21,29 +21,23 @@ const toOutput = (s: Awaited<ReturnType<typeof getSettings>>) => ({
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "get",
       path: "/api/admin/settings",
       operationId: "adminGetSettings",
-      tags: adminTags,
       summary: "Read the site settings",
       description: "The site-wide switches: `api_enabled` (off \u2192 403 on every /api/v1 call) and `guest_upload_enabled` (uploads and strategy listing without a token).",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(401, 500) },
     }),
     async (c) => respond(c, toOutput(await getSettings(c.get("deps").db))),
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "patch",
       path: "/api/admin/settings",
       operationId: "adminUpdateSettings",
-      tags: adminTags,
       summary: "Change the site settings",
       description: "Changes the named switches; omitted ones stay as they are.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { body: jsonBody(Settings.partial().strict().openapi("SettingsInput")) },
       responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(400, 401, 415, 422, 500) },
     }),

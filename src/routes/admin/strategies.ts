@@ -1,4 +1,4 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { createStrategy, getStrategy, listStrategies, type Strategy, updateStrategy } from "../../db/repositories/strategies.ts";
 import { notFound, validationError } from "../../errors.ts";
 import { respond } from "../../http/envelope.ts";
@@ -7,7 +7,7 @@ import { envelope } from "../../http/schemas.ts";
 import { fieldErrors } from "../../http/validation.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { localConfigSchema, s3ConfigSchema } from "../../storage/index.ts";
-import { AdminStrategy, adminSecurity, adminTags, idParam, jsonBody, requireAdmin, StrategyInput } from "./common.ts";
+import { AdminStrategy, adminRoute, idParam, jsonBody, StrategyInput } from "./common.ts";
 
 const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");
 
@@ -28,15 +28,12 @@ function checkConfig(driver: "local" | "s3", config: unknown) {
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "get",
       path: "/api/admin/strategies",
       operationId: "adminListStrategies",
-      tags: adminTags,
       summary: "List storage strategies",
       description: "Every storage strategy with its driver, configuration (secrets masked), quota and used space.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       responses: {
         ...okResponse(envelope(z.object({ strategies: z.array(AdminStrategy) }), "AdminStrategyListResponse"), "The strategies"),
         ...errorResponses(401, 500),
@@ -45,15 +42,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     async (c) => respond(c, { strategies: (await listStrategies(c.get("deps").db)).map(toOutput) }),
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "post",
       path: "/api/admin/strategies",
       operationId: "adminCreateStrategy",
-      tags: adminTags,
       summary: "Create a storage strategy",
       description: "Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { body: jsonBody(StrategyInput.required({ name: true, driver: true }).openapi("CreateStrategyInput")) },
       responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
@@ -70,15 +64,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     },
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "patch",
       path: "/api/admin/strategies/{id}",
       operationId: "adminUpdateStrategy",
-      tags: adminTags,
       summary: "Change a storage strategy",
       description: "Changing the driver of a strategy that holds images strands them; create a new strategy instead.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(StrategyInput) },
       responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),

@@ -1,4 +1,4 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { revokeToken } from "../../db/repositories/tokens.ts";
 import { createAlbum, getUser } from "../../db/repositories/users.ts";
 import { notFound } from "../../errors.ts";
@@ -7,7 +7,7 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { EmptyResponse, envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { issuePermanentToken } from "../../services/tokens.ts";
-import { adminSecurity, adminTags, idParam, jsonBody, requireAdmin } from "./common.ts";
+import { adminRoute, idParam, jsonBody } from "./common.ts";
 
 const PermanentToken = z
   .object({
@@ -20,15 +20,12 @@ const Album = z.object({ id: z.number().int(), name: z.string() }).openapi("Albu
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "post",
       path: "/api/admin/users/{id}/tokens",
       operationId: "adminCreateToken",
-      tags: adminTags,
       summary: "Create a permanent API token for a user",
       description: "The full value is returned once; only its SHA-256 is stored.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam },
       responses: { ...okResponse(envelope(PermanentToken, "PermanentTokenResponse"), "The token"), ...errorResponses(401, 404, 422, 500) },
     }),
@@ -40,15 +37,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     },
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "delete",
       path: "/api/admin/tokens/{id}",
       operationId: "adminRevokeToken",
-      tags: adminTags,
       summary: "Revoke a token (permanent or temporary)",
       description: "Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking twice is not an error.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam },
       responses: { ...okResponse(EmptyResponse, "Revoked; `data` is null"), ...errorResponses(401, 404, 422, 500) },
     }),
@@ -59,15 +53,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     },
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "post",
       path: "/api/admin/users/{id}/albums",
       operationId: "adminCreateAlbum",
-      tags: adminTags,
       summary: "Create an album for a user",
       description: "Creates an album owned by the user; uploads may then name it in `album_id`.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(z.object({ name: z.string().min(1).max(100) }).openapi("AlbumInput")) },
       responses: { ...okResponse(envelope(Album, "AlbumResponse"), "The album"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),

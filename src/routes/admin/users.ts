@@ -1,4 +1,4 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { getDefaultGroup, getGroup } from "../../db/repositories/groups.ts";
 import { createUser, getUser, listUsers, updateUser, type User } from "../../db/repositories/users.ts";
 import type { Db } from "../../db/client.ts";
@@ -8,7 +8,7 @@ import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { AdminUser, adminSecurity, adminTags, idParam, jsonBody, requireAdmin } from "./common.ts";
+import { AdminUser, adminRoute, idParam, jsonBody } from "./common.ts";
 
 const UserResponse = envelope(AdminUser, "AdminUserResponse");
 
@@ -61,15 +61,12 @@ const isUniqueViolation = (e: unknown) => {
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "get",
       path: "/api/admin/users",
       operationId: "adminListUsers",
-      tags: adminTags,
       summary: "List users (optionally by exact username)",
       description: "Every user, or the one with this exact `username`.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { query: z.object({ username: z.string().optional().openapi({ example: "alice" }) }) },
       responses: {
         ...okResponse(envelope(z.object({ users: z.array(AdminUser) }), "AdminUserListResponse"), "The users"),
@@ -79,15 +76,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     async (c) => respond(c, { users: (await listUsers(c.get("deps").db, c.req.valid("query").username)).map(toOutput) }),
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "post",
       path: "/api/admin/users",
       operationId: "adminCreateUser",
-      tags: adminTags,
       summary: "Create a user",
       description: "Creates a user in `group_id` (default: the default group). `capacity_kb` null or absent means the group's default capacity. The password, if any, is stored hashed.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { body: jsonBody(CreateUser) },
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
@@ -115,15 +109,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     },
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "get",
       path: "/api/admin/users/{id}",
       operationId: "adminGetUser",
-      tags: adminTags,
       summary: "Read a user",
       description: "One user with capacity, used space and counters.",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam },
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(401, 404, 422, 500) },
     }),
@@ -134,15 +125,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
     },
   );
   app.openapi(
-    createRoute({
+    adminRoute({
       method: "patch",
       path: "/api/admin/users/{id}",
       operationId: "adminUpdateUser",
-      tags: adminTags,
       summary: "Change a user (enabled, group, capacity, name)",
       description: "Enables or disables the account (disabled \u2192 403 on every call), moves it to another group, or changes its capacity (`null` = the group's default).",
-      security: adminSecurity,
-      middleware: [requireAdmin] as const,
       request: { params: idParam, body: jsonBody(UpdateUser) },
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),

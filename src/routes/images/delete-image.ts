@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { permanentOnly, requireCaller } from "../../http/auth.ts";
+import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { EmptyResponse } from "../../http/schemas.ts";
@@ -15,7 +15,7 @@ export const deleteImageRoute = createRoute({
   description:
     "Deletes one of the account's images by `key` (or by its stored file name with extension). The stored object, its thumbnail and the record are removed synchronously and the space is released; this cannot be undone. A missing image and another account's image both answer 404. If the storage fails, nothing is deleted and the answer is 500. `data` is null. Requires a permanent token.",
   security: [{ bearerAuth: [] }],
-  middleware: [requireCaller(permanentOnly)],
+  middleware: [requireUser] as const,
   request: {
     params: z.object({
       key: z.string().min(1).max(255).openapi({ param: { name: "key", in: "path", example: "Qm7cX2kP9aLr4TzB" }, example: "Qm7cX2kP9aLr4TzB" }),
@@ -30,7 +30,6 @@ export const deleteImageRoute = createRoute({
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(deleteImageRoute, async (c) => {
     const caller = c.get("caller");
-    if (caller.kind !== "user") throw new Error("unreachable: deleting requires a user");
     await deleteImage(c.get("deps"), caller.user.id, c.req.valid("param").key);
     return respond(c, null);
   });

@@ -1,13 +1,13 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { listImagesForOwner } from "../../db/repositories/images.ts";
 import { getStrategies } from "../../db/repositories/strategies.ts";
-import { permanentOnly, requireCaller } from "../../http/auth.ts";
+import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
+import { toImageResource } from "../../http/image-resource.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, ImagePage } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField } from "../../http/validation.ts";
-import { toImageResource } from "../../services/image-resource.ts";
 
 export const listImagesRoute = createRoute({
   method: "get",
@@ -18,7 +18,7 @@ export const listImagesRoute = createRoute({
   description:
     "Returns only the calling account's images, newest first (ties by upload order), paginated. Each item has the fields of the upload response. `total` is the account's image count. Requires a permanent token.",
   security: [{ bearerAuth: [] }],
-  middleware: [requireCaller(permanentOnly)],
+  middleware: [requireUser] as const,
   request: {
     query: z.object({
       per_page: intField(1, 100).default(30).openapi({ type: "integer", minimum: 1, maximum: 100, default: 30, description: "Items per page", example: 30 }),
@@ -35,7 +35,6 @@ export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(listImagesRoute, async (c) => {
     const { per_page, page } = c.req.valid("query");
     const caller = c.get("caller");
-    if (caller.kind !== "user") throw new Error("unreachable: listing requires a user");
     const deps = c.get("deps");
     const rows = await listImagesForOwner(deps.db, caller.user.id, per_page, (page - 1) * per_page);
     const strategies = new Map((await getStrategies(deps.db, [...new Set(rows.map((r) => r.strategyId))])).map((s) => [s.id, s]));

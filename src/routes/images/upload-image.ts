@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { authenticate, bearerToken, clientIp } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
+import { toImageResource } from "../../http/image-resource.ts";
 import { BodyTooLarge, boundaryOf, parseMultipart, readBodyLimited } from "../../http/multipart.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, Image } from "../../http/schemas.ts";
@@ -112,7 +113,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
     const file = body.files.get("file");
     if (!file) throw validationError({ file: ["The file field is required."] });
 
-    const image = await uploadImage(deps, {
+    const { image, strategy } = await uploadImage(deps, {
       caller,
       ip: clientIp(c),
       file,
@@ -121,6 +122,6 @@ export function register(app: OpenAPIHono<AppEnv>) {
       isPublic: fields.permission !== 0,
       expiredAt: fields.expired_at,
     });
-    return respond(c, image);
+    return respond(c, toImageResource(image, strategy, deps.storage, deps.config.baseUrl));
   });
 }

@@ -1,10 +1,10 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { respond } from "../../http/envelope.ts";
-import { permanentOnly, requireCaller } from "../../http/auth.ts";
+import { requireUser } from "../../http/auth.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, Profile } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { toProfile } from "../../services/profile.ts";
+import { toProfile } from "../../http/profile-resource.ts";
 
 export const getProfileRoute = createRoute({
   method: "get",
@@ -15,7 +15,7 @@ export const getProfileRoute = createRoute({
   description:
     "Returns the calling account's profile: capacity and used space in KB (used space may be fractional), the number of images and albums, and the IP address recorded at registration. Requires a permanent token.",
   security: [{ bearerAuth: [] }],
-  middleware: [requireCaller(permanentOnly)] as const,
+  middleware: [requireUser] as const,
   responses: {
     ...okResponse(envelope(Profile, "ProfileResponse"), "The profile"),
     ...errorResponses(401, 403, 500),
@@ -25,7 +25,6 @@ export const getProfileRoute = createRoute({
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(getProfileRoute, (c) => {
     const caller = c.get("caller");
-    if (caller.kind !== "user") throw new Error("unreachable: profile requires a user");
     return respond(c, toProfile(caller.user, caller.group, c.get("deps").config.baseUrl));
   });
 }

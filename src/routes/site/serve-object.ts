@@ -2,7 +2,6 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import { findImageByStoredPath } from "../../db/repositories/images.ts";
 import { failure } from "../../http/envelope.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { LocalStorage } from "../../storage/local.ts";
 import { parseRange } from "../../http/range.ts";
 
 const ONE_YEAR = 31_536_000;
@@ -28,14 +27,13 @@ export function register(app: OpenAPIHono<AppEnv>) {
     // stored paths are ours: date folders and base64url names; anything else cannot be a stored object
     if (!storedPathShape.test(path) || path.split("/").includes("..")) return notFound();
     const found = await findImageByStoredPath(deps.db, path);
-    if (!found || found.strategy.driver !== "local") return notFound();
+    if (!found) return notFound();
     const { image, strategy } = found;
     const now = deps.clock();
     if (image.expiredAt && image.expiredAt.getTime() <= now.getTime()) return notFound();
 
-    const storage = deps.storage.for(strategy);
-    const file = storage instanceof LocalStorage ? storage.resolve(path) : null;
-    if (!file) return notFound();
+    const blob = deps.storage.for(strategy).readableFile(path);
+    if (!blob) return notFound();
 
     const isThumbnail = path !== image.path;
     const etag = `"${isThumbnail ? "t-" : ""}${image.sha1}"`;
@@ -57,7 +55,6 @@ export function register(app: OpenAPIHono<AppEnv>) {
       : ifModifiedSince !== undefined && Date.parse(ifModifiedSince) >= lastModified.getTime();
     if (notModified) return new Response(null, { status: 304, headers });
 
-    const blob = Bun.file(file);
     if (!(await blob.exists())) return notFound();
     const size = blob.size;
 

@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { permanentOnly, requireCaller } from "../../http/auth.ts";
+import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, TemporaryToken } from "../../http/schemas.ts";
@@ -32,7 +32,7 @@ export const createTemporaryTokensRoute = createRoute({
   description:
     "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. The body may be JSON or a form. Requires a permanent token.",
   security: [{ bearerAuth: [] }],
-  middleware: [requireCaller(permanentOnly)] as const,
+  middleware: [requireUser] as const,
   request: {
     body: {
       required: true,
@@ -53,7 +53,6 @@ export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(createTemporaryTokensRoute, async (c) => {
     const { num, seconds } = validate(TemporaryTokenRequest, await readFields(c));
     const caller = c.get("caller");
-    if (caller.kind !== "user") throw new Error("unreachable: tokens require a user");
     const { db, clock } = c.get("deps");
     const issued = await issueTemporaryTokens(db, caller.user.id, num, seconds, clock());
     return respond(c, { tokens: issued.map((t) => ({ token: t.token, expired_at: formatDateTime(t.expiredAt) })) });

@@ -1,6 +1,6 @@
 import type { ImageRow } from "../db/repositories/images.ts";
 import type { Strategy } from "../db/repositories/strategies.ts";
-import { formatDateTime } from "../http/time.ts";
+import { formatDateTime } from "./time.ts";
 import type { StorageRegistry } from "../storage/index.ts";
 
 const escapeHtml = (s: string) =>
