@@ -44,8 +44,9 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
 
 export function boundaryOf(contentType: string | undefined): string | null {
   if (!contentType || !/^multipart\/form-data\s*;/i.test(contentType)) return null;
-  const m = /;\s*boundary=(?:"([^"]{1,200})"|([^\s;]{1,200}))/i.exec(contentType);
-  return m ? (m[1] ?? m[2])! : null;
+  const b = headerParams(contentType).get("boundary");
+  // RFC 2046 allows 70 characters, and a space only inside quotes
+  return b && b.raw.length >= 1 && b.raw.length <= 200 && (b.quoted || !/\s/.test(b.raw)) ? b.raw : null;
 }
 
 const CRLF = Buffer.from("\r\n");
@@ -80,7 +81,7 @@ export function parseMultipart(body: Uint8Array, boundary: string): MultipartBod
     const content = buf.subarray(contentStart, next);
     pos = next + 2;
 
-    const disposition = headers.get("content-disposition") ?? "";
+    const disposition = headerParams(headers.get("content-disposition") ?? "");
     const name = dispositionParam(disposition, "name");
     if (name === null) throw malformed();
     const filename = dispositionParam(disposition, "filename*") ?? dispositionParam(disposition, "filename");
@@ -108,20 +109,33 @@ function parseHeaders(block: string): Map<string, string> {
   return headers;
 }
 
-function dispositionParam(header: string, param: string): string | null {
-  const escaped = param.replace("*", "\\*");
-  const re = new RegExp(`(?:^|;)\\s*${escaped}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, "i");
-  const m = re.exec(header);
-  if (!m) return null;
-  if (m[1] !== undefined) {
-    // browsers percent-encode only these three (WHATWG multipart/form-data); a backslash before a
-    // quote is a quoted-pair, any other backslash is literal (old browsers send C:\path\name.png)
-    return m[1].replace(/\\"/g, '"').replace(/%22/gi, '"').replace(/%0D/gi, "\r").replace(/%0A/gi, "\n");
+interface Param {
+  raw: string;
+  quoted: boolean;
+}
+
+/**
+ * The parameters of a header value (`type; a=b; c="d"`) by lower-cased name, the first of each kept.
+ * A quoted value is read whole, so a `;` or `name=` inside a quoted filename cannot start a parameter.
+ */
+function headerParams(header: string): Map<string, Param> {
+  const params = new Map<string, Param>();
+  const re = /(?:\s*;)+\s*([^\s=;]+)\s*(?:=\s*(?:"((?:[^"\\]|\\.)*)"[^;]*|([^;]*)))?/y;
+  re.lastIndex = Math.max(0, header.indexOf(";"));
+  for (let m = re.exec(header); m; m = re.exec(header)) {
+    const name = m[1]!.toLowerCase();
+    if (params.has(name) || (m[2] === undefined && m[3] === undefined)) continue;
+    params.set(name, m[2] !== undefined ? { raw: m[2], quoted: true } : { raw: m[3]!.trim(), quoted: false });
   }
-  const raw = m[2]!.trim();
+  return params;
+}
+
+function dispositionParam(params: Map<string, Param>, param: string): string | null {
+  const p = params.get(param);
+  if (!p) return null;
   if (param.endsWith("*")) {
     // RFC 5987: charset'lang'percent-encoded
-    const parts = /^([^']*)'[^']*'(.*)$/.exec(raw);
+    const parts = /^([^']*)'[^']*'(.*)$/.exec(p.raw);
     if (!parts) return null;
     try {
       return decodeURIComponent(parts[2]!);
@@ -129,5 +143,10 @@ function dispositionParam(header: string, param: string): string | null {
       return null;
     }
   }
-  return raw;
+  if (p.quoted) {
+    // browsers percent-encode only these three (WHATWG multipart/form-data); a backslash before a
+    // quote is a quoted-pair, any other backslash is literal (old browsers send C:\path\name.png)
+    return p.raw.replace(/\\"/g, '"').replace(/%22/gi, '"').replace(/%0D/gi, "\r").replace(/%0A/gi, "\n");
+  }
+  return p.raw;
 }
