@@ -967,6 +967,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -1058,6 +1076,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -1173,6 +1209,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -1266,6 +1320,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -1375,6 +1447,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -1494,6 +1584,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -1541,6 +1649,24 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
                      *       "data": null
                      *     }
                      */
@@ -1657,6 +1783,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -1704,6 +1848,24 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
                      *       "data": null
                      *     }
                      */
@@ -1818,6 +1980,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -1949,6 +2129,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -1996,6 +2194,24 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
                      *       "data": null
                      *     }
                      */
@@ -2110,6 +2326,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -2241,6 +2475,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -2315,6 +2567,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -2427,6 +2697,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -2518,6 +2806,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -2649,6 +2955,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -2742,6 +3066,24 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
             /** @description Storage or server failure; the message carries no internals */
             500: {
                 headers: {
@@ -2833,6 +3175,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */
@@ -2962,6 +3322,24 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Storage or server failure; the message carries no internals */

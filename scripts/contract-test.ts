@@ -92,6 +92,7 @@ try {
     ADMIN_TOKEN,
     DATABASE_URL: undefined, // always the embedded database
     SWEEP_INTERVAL_SECONDS: "3600",
+    TRUST_PROXY: "1", // the 429 cases come from their own X-Forwarded-For addresses
   };
   server = spawn(["bun", "run", "src/server.ts"], { cwd: root, env, stdout: "inherit", stderr: "inherit" });
   await waitForHealth(url, server);

@@ -6,6 +6,7 @@ import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
 import { AppError } from "./errors.ts";
 import { failure } from "./http/envelope.ts";
+import { defaultAuthFailureLimits, FailedAuthThrottle } from "./http/throttle.ts";
 import { Envelope } from "./http/schemas.ts";
 import type { AppEnv } from "./http/types.ts";
 import { validationHook } from "./http/validation.ts";
@@ -14,6 +15,7 @@ import { registerRoutes } from "./routes/index.ts";
 export const apiInfo = {
   title: "Image Hosting API",
   version: "1.0.0",
+  // SPDX `identifier` is 3.1 only: buildDocument gives the 3.0 document `url` instead
   license: { name: "MIT", identifier: "MIT" },
   description:
     "Upload, list and delete images; read the account profile; list storage strategies; issue temporary upload tokens. " +
@@ -24,6 +26,10 @@ export const apiInfo = {
 // the standalone bundle is not in the package exports; it sits beside the main entry
 const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
 
+/**
+ * The OpenAPI document of the app's routes. The 3.0 form is zod-openapi's 3.0 output, which still carries some
+ * 3.1-isms in its schemas: scripts/openapi.ts (toOpenAPI30) turns it into valid 3.0.3 for openapi/openapi-3.0.json.
+ */
 export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, version: "3.1" | "3.0" = "3.1") {
   app.openAPIRegistry.register("Envelope", Envelope);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
@@ -43,7 +49,7 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
   });
   const config = {
     openapi: version === "3.1" ? "3.1.0" : "3.0.3",
-    info: apiInfo,
+    info: version === "3.1" ? apiInfo : { ...apiInfo, license: { name: apiInfo.license.name, url: "https://opensource.org/licenses/MIT" } },
     servers: [{ url: serverUrl }],
     tags: [
       { name: "Account", description: "The calling account" },
@@ -59,11 +65,13 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
 
 export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const authThrottle = new FailedAuthThrottle(deps.config.authFailures ?? defaultAuthFailureLimits);
 
   app.use("*", async (c, next) => {
     const requestId = c.req.header("x-request-id")?.slice(0, 64) || crypto.randomUUID();
     c.set("requestId", requestId);
     c.set("deps", deps);
+    c.set("authThrottle", authThrottle);
     await next();
     c.header("X-Request-Id", requestId);
   });
@@ -102,16 +110,18 @@ export function createApp(deps: Deps) {
 
   app.notFound((c) => c.json(failure("Not found."), 404));
   app.onError((err, c) => {
-    if (err instanceof AppError) {
-      return c.json(failure(err.message, err.errors), err.status);
+    if (err instanceof AppError && err.status !== 500) {
+      return c.json(failure(err.message, err.errors), err.status, err.headers);
     }
     if (err instanceof HTTPException && err.status < 500) {
       const message = err.status === 415 ? "Unsupported Media Type: send application/json." : err.message || "Bad request.";
       return c.json(failure(message), err.status);
     }
+    // a service's own failure (AppError "internal") shows its message; its cause, like any other error, only the log
     const requestId = c.get("requestId");
-    console.error(`[${requestId}] ${c.req.method} ${c.req.path}:`, err);
-    return c.json({ ...failure("Internal server error."), request_id: requestId }, 500);
+    console.error(`[${requestId}] ${c.req.method} ${c.req.path}:`, err instanceof AppError ? (err.cause ?? err.message) : err);
+    const message = err instanceof AppError ? err.message : "Internal server error.";
+    return c.json({ ...failure(message), request_id: requestId }, err instanceof AppError ? err.status : 500);
   });
 
   return app;

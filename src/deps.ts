@@ -1,3 +1,4 @@
+import type { ThrottleLimits } from "./http/throttle.ts";
 import type { Db } from "./db/client.ts";
 import type { StorageRegistry } from "./storage/index.ts";
 
@@ -5,8 +6,13 @@ export interface Config {
   baseUrl: string;
   dataDir: string;
   adminToken: string;
-  /** Take the client address from X-Forwarded-For (only behind a proxy you control). */
-  trustProxy: boolean;
+  /**
+   * How many proxies of yours stand in front of the server: the client address is the entry that many places
+   * from the right of X-Forwarded-For (the one your outermost proxy appended). 0: the socket's address.
+   */
+  trustedProxies: number;
+  /** Failed authentications allowed per client address (default: 30 at once, 30 a minute). */
+  authFailures?: ThrottleLimits;
 }
 
 export interface Deps {

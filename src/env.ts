@@ -14,8 +14,14 @@ export const envSchema = z
       .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
       .optional(),
     BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-    ADMIN_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-    TRUST_PROXY: bool.default(false),
+    ADMIN_TOKEN: z.string().min(32, "must be at least 32 characters (generate one with: openssl rand -base64 32)").optional(),
+    TRUST_PROXY: z
+      .union([bool, z.string().regex(/^\d+$/, "").transform(Number)], {
+        error: "must be true, false or the number of proxies in front of the server (0–10)",
+      })
+      .transform((v) => (v === true ? 1 : v === false ? 0 : v))
+      .pipe(z.number().int().min(0, "").max(10, "must be at most 10 proxies"))
+      .default(0),
     SWEEP_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   })
   .transform((e) => ({

@@ -5,6 +5,7 @@ export const errorStatus = {
   not_found: 404,
   unsupported_media_type: 415,
   validation: 422,
+  too_many_requests: 429,
   internal: 500,
   unavailable: 503,
 } as const;
@@ -18,6 +19,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly errors?: FieldErrors,
+    /** Headers the answer carries (Retry-After). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
   }

@@ -21,7 +21,7 @@ try {
 const deps = {
   db: database.db,
   storage: new StorageRegistry({ dataDir: env.DATA_DIR, baseUrl: env.BASE_URL }),
-  config: { baseUrl: env.BASE_URL, dataDir: env.DATA_DIR, adminToken: admin.token, trustProxy: env.TRUST_PROXY },
+  config: { baseUrl: env.BASE_URL, dataDir: env.DATA_DIR, adminToken: admin.token, trustedProxies: env.TRUST_PROXY },
   clock: () => new Date(),
 };
 const app = createApp(deps);

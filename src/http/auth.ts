@@ -4,10 +4,10 @@ import { getSettings } from "../db/repositories/settings.ts";
 import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { Deps } from "../deps.ts";
-import { forbidden, unauthorized } from "../errors.ts";
+import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
-import type { AppEnv, UserEnv } from "./types.ts";
+import type { AppEnv, RequestEnv, UserEnv } from "./types.ts";
 
 export interface AccessRule {
   /** Temporary upload tokens are accepted (POST /upload only). */
@@ -85,28 +85,58 @@ async function lookupToken(deps: Deps, token: string) {
   return sameSecretHash(sha256Hex(raw), found.token.secretHash) ? found : null;
 }
 
+/**
+ * Checks a credential the way every route does: an address that keeps failing is refused (429) before its
+ * credential is looked at, and every 401 counts against it. No credential at all costs nothing to check.
+ */
+export async function guardedAuth<T, E extends RequestEnv>(c: Context<E>, credentialSent: boolean, check: () => Promise<T> | T): Promise<T> {
+  if (!credentialSent) return check();
+  const throttle = c.get("authThrottle");
+  const address = clientIp(c);
+  throttle.check(address);
+  try {
+    return await check();
+  } catch (e) {
+    if (e instanceof AppError && e.code === "unauthorized") throttle.recordFailure(address);
+    throw e;
+  }
+}
+
+/** Authenticates from the Authorization header, throttled per address. */
+export function authenticateHeader<E extends RequestEnv>(c: Context<E>, rule: AccessRule & { guest: false }): Promise<UserCaller>;
+export function authenticateHeader<E extends RequestEnv>(c: Context<E>, rule: AccessRule): Promise<Caller>;
+export function authenticateHeader<E extends RequestEnv>(c: Context<E>, rule: AccessRule): Promise<Caller> {
+  const header = c.req.header("authorization");
+  return guardedAuth(c, header !== undefined, () => authenticate(c.get("deps"), bearerToken(header), rule));
+}
+
 /** Authenticates from the Authorization header and stores the caller for the handler. */
 export function requireCaller(rule: AccessRule): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.set("caller", await authenticate(c.get("deps"), bearerToken(c.req.header("authorization")), rule));
+    c.set("caller", await authenticateHeader(c, rule));
     await next();
   };
 }
 
 /** A permanent token of an enabled account: the handler's `caller` is a user, by type. */
 export const requireUser: MiddlewareHandler<UserEnv> = async (c, next) => {
-  const token = bearerToken(c.req.header("authorization"));
-  c.set("caller", await authenticate(c.get("deps"), token, { temporary: false, guest: false }));
+  c.set("caller", await authenticateHeader(c, { temporary: false, guest: false }));
   await next();
 };
 
-export function clientIp(c: Context<AppEnv>): string {
-  const deps = c.get("deps");
-  if (deps.config.trustProxy) {
-    const forwarded = c.req.header("x-forwarded-for")?.split(",")[0]?.trim();
-    if (forwarded) return forwarded;
+/**
+ * The client's address: the socket's, or behind `trustedProxies` proxies of yours the X-Forwarded-For entry
+ * that many places from the right — the one your outermost proxy appended. Entries further left are whatever
+ * the client wrote, never trusted. A request with fewer entries did not come through your proxies: socket address.
+ */
+export function clientIp<E extends RequestEnv>(c: Context<E>): string {
+  const hops = c.get("deps").config.trustedProxies;
+  if (hops > 0) {
+    const forwarded = (c.req.header("x-forwarded-for") ?? "").split(",").map((a) => a.trim());
+    const entry = forwarded.length >= hops ? forwarded[forwarded.length - hops] : undefined;
+    if (entry) return entry.slice(0, 64);
   }
-  const server = (c.env as { requestIP?: (r: Request) => { address: string } | null } | undefined);
+  const server = c.env as { requestIP?: (r: Request) => { address: string } | null } | undefined;
   try {
     return server?.requestIP?.(c.req.raw)?.address ?? "";
   } catch {

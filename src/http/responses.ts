@@ -7,16 +7,21 @@ const errorDescriptions = {
   403: ["API disabled site-wide, account or group disabled, API not allowed for the group, or a temporary token beyond upload", "The API is disabled on this site."],
   404: ["Not found, or not owned by the caller (the two look the same)", "Image not found."],
   415: ["The request body is not in a supported media type", "Unsupported Media Type."],
+  429: [
+    "Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds)",
+    "Too many failed authentications from your address: retry in 2 s.",
+  ],
   500: ["Storage or server failure; the message carries no internals", "Internal server error."],
   503: ["The database does not answer", "Service unavailable."],
 } as const;
 
 type ErrorStatus = keyof typeof errorDescriptions | 422;
 
-/** The error answers of an operation, each with the envelope schema and an example. */
+/** The error answers of an operation, each with the envelope schema and an example. Where a credential is checked (401), failures are throttled (429). */
 export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
   const out: Record<number, unknown> = {};
-  for (const status of statuses) {
+  const all: ErrorStatus[] = statuses.includes(401) ? [...statuses, 429] : statuses;
+  for (const status of all) {
     if (status === 422) {
       out[422] = {
         description: "A field is missing, has the wrong type or is out of range; see `errors`",
@@ -37,6 +42,7 @@ export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
     const [description, message] = errorDescriptions[status];
     out[status] = {
       description,
+      ...(status === 429 ? { headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } } : {}),
       content: {
         "application/json": {
           schema: ErrorEnvelope,
@@ -45,7 +51,7 @@ export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
       },
     };
   }
-  return out as { [K in S[number]]: { description: string; content: { "application/json": { schema: typeof ErrorEnvelope } } } };
+  return out as { [K in S[number] | (401 extends S[number] ? 429 : never)]: { description: string; content: { "application/json": { schema: typeof ErrorEnvelope } } } };
 }
 
 export function okResponse<T extends z.ZodType>(schema: T, description: string) {

@@ -1,13 +1,17 @@
 import type { Deps } from "../deps.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
+import type { FailedAuthThrottle } from "./throttle.ts";
 
-export type AppEnv = {
+/** What every request has before authentication. */
+export type RequestEnv = {
   Variables: {
     deps: Deps;
     requestId: string;
-    caller: Caller;
+    authThrottle: FailedAuthThrottle;
   };
 };
 
+export type AppEnv = { Variables: RequestEnv["Variables"] & { caller: Caller } };
+
 /** The environment of a handler behind `requireUser`. */
-export type UserEnv = { Variables: Omit<AppEnv["Variables"], "caller"> & { caller: UserCaller } };
+export type UserEnv = { Variables: RequestEnv["Variables"] & { caller: UserCaller } };

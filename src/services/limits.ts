@@ -50,32 +50,44 @@ export async function recordUpload(tx: Tx, subject: string, now: Date) {
   await tx.insert(uploadLog).values({ subject, createdAt: now });
 }
 
-const LEASE_SECONDS = 600;
+/** How long a slot outlives its holder when the holder stops renewing it (a crashed or frozen instance). */
+export const LEASE_SECONDS = 15;
+const RENEW_EVERY_MS = 5_000;
 
 /**
  * Takes one of the group's concurrent-upload slots for the subject, or refuses with 400. Slots live in
- * the database so the limit holds across instances; a crashed process's slot lapses after 10 minutes.
- * Returns the release function.
+ * the database so the limit holds across instances. The live upload renews its lease every 5 s; a slot
+ * of a process that died lapses within LEASE_SECONDS. Returns the release function, which the upload
+ * calls however it ends.
  */
-export async function acquireUploadSlot(db: Db, group: Group, subject: string, now: Date): Promise<() => Promise<void>> {
+export async function acquireUploadSlot(db: Db, group: Group, subject: string, clock: () => Date): Promise<() => Promise<void>> {
   const limit = group.concurrentUploads;
   if (limit === null) return async () => {};
+  const leaseEnd = () => new Date(clock().getTime() + LEASE_SECONDS * 1000);
   const leaseId = await db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`lease:${subject}`}))`);
     const [row] = await tx
       .select({ n: sql<number>`count(*)::int` })
       .from(uploadLeases)
-      .where(and(eq(uploadLeases.subject, subject), gt(uploadLeases.expiresAt, now)));
+      .where(and(eq(uploadLeases.subject, subject), gt(uploadLeases.expiresAt, clock())));
     if (row!.n >= limit) return null;
-    const [lease] = await tx
-      .insert(uploadLeases)
-      .values({ subject, expiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000) })
-      .returning({ id: uploadLeases.id });
+    const [lease] = await tx.insert(uploadLeases).values({ subject, expiresAt: leaseEnd() }).returning({ id: uploadLeases.id });
     return lease!.id;
   });
   if (leaseId === null) throw badRequest(`Too many concurrent uploads: at most ${limit} at a time.`);
+  const renewal = setInterval(() => {
+    db.update(uploadLeases)
+      .set({ expiresAt: leaseEnd() })
+      .where(eq(uploadLeases.id, leaseId))
+      .catch(() => {}); // a missed renewal only shortens the lease; the release below still runs
+  }, RENEW_EVERY_MS);
   return async () => {
-    await db.delete(uploadLeases).where(eq(uploadLeases.id, leaseId));
+    clearInterval(renewal);
+    // if the database fails here, the slot lapses within LEASE_SECONDS; the upload's own answer stands
+    await db
+      .delete(uploadLeases)
+      .where(eq(uploadLeases.id, leaseId))
+      .catch(() => {});
   };
 }
 

@@ -74,7 +74,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
   checkCapacity(caller, upload);
   const subject = subjectOf(caller, input.ip);
   await checkFrequency(deps.db, group, subject, now, false);
-  const release = await acquireUploadSlot(deps.db, group, subject, now);
+  const release = await acquireUploadSlot(deps.db, group, subject, deps.clock);
   try {
     const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
     await checkPlacement(deps, input);

@@ -34,8 +34,8 @@ const SKIP_500 = 'a 500 needs a failing storage or database; a healthy server ca
 // ---------------------------------------------------------------------------------------------------------
 // HTTP helpers for seeding
 
-async function call(method, path, { token, json, body, contentType } = {}) {
-  const headers = {};
+async function call(method, path, { token, json, body, contentType, headers: extra } = {}) {
+  const headers = { ...extra };
   if (token) headers.authorization = `Bearer ${token}`;
   if (json !== undefined) {
     headers['content-type'] = 'application/json';
@@ -235,11 +235,27 @@ async function seed() {
 const cases = {};
 /** Registers the cases of one operation: `{status: before | {skip: reason}}`. */
 function operation(prefix, byStatus) {
+  if (byStatus[401] && !byStatus[429]) byStatus = { ...byStatus, 429: throttled(byStatus[401]) };
   for (const [status, c] of Object.entries(byStatus)) {
     cases[`${prefix} > ${status} > application/json`] = typeof c === 'function' ? { before: c } : c;
   }
 }
 const skip = (reason) => ({ skip: reason });
+
+let throttledSeq = 0;
+/**
+ * 429: the request of the operation's 401 case, with a wrong token, from an address (X-Forwarded-For; the server
+ * runs with TRUST_PROXY=1) that has just failed 31 times: it is refused before its credential is looked at.
+ */
+const throttled = (case401) => async (t) => {
+  const address = `203.0.113.${++throttledSeq}`;
+  for (let i = 0; i < 31; i++) {
+    await call('GET', '/api/v1/profile', { token: 'wrong-token', headers: { 'x-forwarded-for': address } });
+  }
+  await (typeof case401 === 'function' ? case401 : case401.before)(t);
+  auth(t, 'wrong-token');
+  header(t, 'X-Forwarded-For', address);
+};
 /** 403 from the site-wide API switch: off just before the request, on again in `after`. */
 const apiOff = (prepare) => ({
   before: async (t) => {

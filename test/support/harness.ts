@@ -73,7 +73,7 @@ export async function createTestContext() {
   const deps: Deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustProxy: true },
+    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 } },
     clock: () => new Date(Date.now() + offsetMs),
   };
   const app = createApp(deps);

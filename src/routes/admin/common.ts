@@ -1,6 +1,6 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { bearerToken } from "../../http/auth.ts";
+import { bearerToken, guardedAuth } from "../../http/auth.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
@@ -9,11 +9,13 @@ import type { AppEnv } from "../../http/types.ts";
 
 /** Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const token = bearerToken(c.req.header("authorization"));
-  if (token === null) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
-  if (!sameSecretHash(sha256Hex(token), sha256Hex(c.get("deps").config.adminToken))) {
-    throw unauthorized("Invalid admin token.");
-  }
+  const header = c.req.header("authorization");
+  if (header === undefined) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
+  await guardedAuth(c, true, () => {
+    if (!sameSecretHash(sha256Hex(bearerToken(header) ?? ""), sha256Hex(c.get("deps").config.adminToken))) {
+      throw unauthorized("Invalid admin token.");
+    }
+  });
   await next();
 };
 

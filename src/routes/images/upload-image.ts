@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { authenticate, bearerToken, clientIp } from "../../http/auth.ts";
+import { authenticate, authenticateHeader, clientIp, guardedAuth } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { toImageResource } from "../../http/image-resource.ts";
 import { BodyTooLarge, boundaryOf, parseMultipart, readBodyLimited } from "../../http/multipart.ts";
@@ -51,8 +51,7 @@ const UploadFields = z.object({
 
 /** A header credential is checked before the body is read; without one the body's `token` field may carry it. */
 const headerAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const token = bearerToken(c.req.header("authorization"));
-  if (token !== null) c.set("caller", await authenticate(c.get("deps"), token, uploadAccess));
+  if (c.req.header("authorization") !== undefined) c.set("caller", await authenticateHeader(c, uploadAccess));
   await next();
 };
 
@@ -102,7 +101,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
       if (e instanceof BodyTooLarge) throw badRequest(`The file is larger than the limit of ${limitKb} KB.`);
       throw e;
     }
-    if (!caller) caller = await authenticate(deps, body.fields.get("token")?.trim() || null, uploadAccess);
+    if (!caller) {
+      const token = body.fields.get("token")?.trim() || null;
+      caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess));
+    }
 
     const fields = validate(UploadFields, {
       strategy_id: body.fields.get("strategy_id") || c.req.query("strategy_id") || undefined,
