@@ -5,6 +5,7 @@ import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
 import { AppError } from "./errors.ts";
+import { defaultBodyGateLimits, UploadBodyGate } from "./http/body-gate.ts";
 import { failure } from "./http/envelope.ts";
 import { defaultAuthFailureLimits, FailedAuthThrottle } from "./http/throttle.ts";
 import { Envelope } from "./http/schemas.ts";
@@ -66,12 +67,14 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
 export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   const authThrottle = new FailedAuthThrottle(deps.config.authFailures ?? defaultAuthFailureLimits);
+  const uploadBodies = new UploadBodyGate(deps.config.uploadBodies ?? defaultBodyGateLimits);
 
   app.use("*", async (c, next) => {
     const requestId = c.req.header("x-request-id")?.slice(0, 64) || crypto.randomUUID();
     c.set("requestId", requestId);
     c.set("deps", deps);
     c.set("authThrottle", authThrottle);
+    c.set("uploadBodies", uploadBodies);
     await next();
     c.header("X-Request-Id", requestId);
   });

@@ -1,3 +1,4 @@
+import type { BodyGateLimits } from "./http/body-gate.ts";
 import type { ThrottleLimits } from "./http/throttle.ts";
 import type { Db } from "./db/client.ts";
 import type { StorageRegistry } from "./storage/index.ts";
@@ -13,6 +14,10 @@ export interface Config {
   trustedProxies: number;
   /** Failed authentications allowed per client address (default: 30 at once, 30 a minute). */
   authFailures?: ThrottleLimits;
+  /** Upload bodies received at once, per client address and in total (default 4 and 64). */
+  uploadBodies?: BodyGateLimits;
+  /** Seconds an upload body may take to arrive (default 60). */
+  uploadReadTimeoutSeconds?: number;
 }
 
 export interface Deps {

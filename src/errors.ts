@@ -3,6 +3,7 @@ export const errorStatus = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  request_timeout: 408,
   unsupported_media_type: 415,
   validation: 422,
   too_many_requests: 429,

@@ -21,7 +21,14 @@ try {
 const deps = {
   db: database.db,
   storage: new StorageRegistry({ dataDir: env.DATA_DIR, baseUrl: env.BASE_URL }),
-  config: { baseUrl: env.BASE_URL, dataDir: env.DATA_DIR, adminToken: admin.token, trustedProxies: env.TRUST_PROXY },
+  config: {
+    baseUrl: env.BASE_URL,
+    dataDir: env.DATA_DIR,
+    adminToken: admin.token,
+    trustedProxies: env.TRUST_PROXY,
+    uploadReadTimeoutSeconds: env.UPLOAD_READ_TIMEOUT_SECONDS,
+    uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, total: env.UPLOAD_BODIES_TOTAL },
+  },
   clock: () => new Date(),
 };
 const app = createApp(deps);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { users } from "../src/db/schema.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
+import { expectStatus } from "./support/status.ts";
 
 let ctx: TestContext;
 
@@ -40,35 +41,35 @@ describe("administration API", () => {
       { username: "zoe2", email: "zoe@example.com" },
     ]) {
       const res = await call("POST", "/api/admin/users", body);
-      expect(res.status).toBe(422);
+      expectStatus(res, 422);
       expect(res.body.message).toContain("already taken");
     }
-    expect((await call("POST", "/api/admin/users", { username: "x", email: "nope" })).status).toBe(422);
-    expect((await call("POST", "/api/admin/users", { username: "guesty", email: "g@example.com", group_id: 2 })).status).toBe(422);
-    expect((await call("GET", "/api/admin/users/999999")).status).toBe(404);
+    expectStatus(await call("POST", "/api/admin/users", { username: "x", email: "nope" }), 422);
+    expectStatus(await call("POST", "/api/admin/users", { username: "guesty", email: "g@example.com", group_id: 2 }), 422);
+    expectStatus(await call("GET", "/api/admin/users/999999"), 404);
     const { users: found } = await ctx.admin("GET", "/api/admin/users?username=zoe");
     expect(found.map((x: any) => x.id)).toEqual([u.id]);
   });
 
   test("groups and strategies: unknown or repeated strategy ids, bad driver config and unknown extensions are 422", async () => {
-    expect((await call("PATCH", "/api/admin/groups/1", { strategy_ids: [1, 1] })).status).toBe(422);
-    expect((await call("PATCH", "/api/admin/groups/1", { strategy_ids: [424242] })).status).toBe(422);
-    expect((await call("PATCH", "/api/admin/groups/1", { allowed_extensions: ["svg"] })).status).toBe(422);
-    expect((await call("PATCH", "/api/admin/groups/999", { enabled: true })).status).toBe(404);
-    expect((await call("POST", "/api/admin/groups", { name: "w", review_provider: "webhook" })).status).toBe(422);
+    expectStatus(await call("PATCH", "/api/admin/groups/1", { strategy_ids: [1, 1] }), 422);
+    expectStatus(await call("PATCH", "/api/admin/groups/1", { strategy_ids: [424242] }), 422);
+    expectStatus(await call("PATCH", "/api/admin/groups/1", { allowed_extensions: ["svg"] }), 422);
+    expectStatus(await call("PATCH", "/api/admin/groups/999", { enabled: true }), 404);
+    expectStatus(await call("POST", "/api/admin/groups", { name: "w", review_provider: "webhook" }), 422);
     const s3 = await call("POST", "/api/admin/strategies", { name: "S3", driver: "s3", config: { bucket: "b" } });
-    expect(s3.status).toBe(422);
+    expectStatus(s3, 422);
     expect(Object.keys(s3.body.errors)).toEqual(["config.url"]);
-    expect((await call("POST", "/api/admin/strategies", { name: "L", driver: "local", config: { rooot: "/x" } })).status).toBe(422);
-    expect((await call("PATCH", "/api/admin/strategies/999", { name: "x" })).status).toBe(404);
+    expectStatus(await call("POST", "/api/admin/strategies", { name: "L", driver: "local", config: { rooot: "/x" } }), 422);
+    expectStatus(await call("PATCH", "/api/admin/strategies/999", { name: "x" }), 404);
   });
 
   test("malformed JSON → 400, wrong media type → 415, token revocation of an unknown id → 404", async () => {
     const bad = await call("PATCH", "/api/admin/settings", "{nope");
-    expect(bad.status).toBe(400);
+    expectStatus(bad, 400);
     expect(bad.body).toMatchObject({ status: false, data: null });
     const wrongType = await call("PATCH", "/api/admin/settings", "api_enabled=true", "application/x-www-form-urlencoded");
-    expect(wrongType.status).toBe(415);
-    expect((await call("DELETE", "/api/admin/tokens/999999")).status).toBe(404);
+    expectStatus(wrongType, 415);
+    expectStatus(await call("DELETE", "/api/admin/tokens/999999"), 404);
   });
 });

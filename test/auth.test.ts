@@ -1,56 +1,98 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
+import { createTestContext, quietly, type TestUser } from "./support/harness.ts";
 import { makeImage, multipart } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
 
-let ctx: TestContext;
+// created at load time: the list of routes under test comes from the spec this app serves
+const ctx = await createTestContext();
 let alice: TestUser;
 let png: Uint8Array;
 
 beforeAll(async () => {
-  ctx = await createTestContext();
   alice = await ctx.createUser();
   png = await makeImage("png", 20, 20);
 });
 afterAll(() => ctx.close());
 
-type Call = (headers: Record<string, string>) => Promise<Response>;
+/** How to call one operation so that only the credential decides, and what the credential may be. */
+interface Entry {
+  /** values for the path template's parameters */
+  params?: Record<string, string>;
+  /** a valid request body */
+  body?: () => { contentType: string; body: BodyInit };
+  /** the spec lists the `temporaryToken` scheme */
+  temporaryAllowed: boolean;
+  /** the spec lists the empty requirement `{}`: a caller without a token may be a guest */
+  guestCapable: boolean;
+  /** what a valid credential gets (200 unless said) */
+  success?: number;
+}
 
-/** Every /api/v1 route, called with a valid request body so that only the credential decides. */
-const routes: Record<string, { call: Call; temporaryAllowed: boolean; guestCapable: boolean }> = {
-  "GET /profile": { call: (h) => ctx.request("/api/v1/profile", { headers: h }), temporaryAllowed: false, guestCapable: false },
-  "GET /strategies": { call: (h) => ctx.request("/api/v1/strategies", { headers: h }), temporaryAllowed: false, guestCapable: true },
-  "POST /upload": {
-    call: (h) => {
-      const m = multipart([{ name: "file", value: png, filename: "a.png", contentType: "image/png" }]);
-      return ctx.request("/api/v1/upload", { method: "POST", headers: { ...h, "content-type": m.contentType }, body: m.body });
-    },
+const json = (value: unknown) => () => ({ contentType: "application/json", body: JSON.stringify(value) });
+
+/** Every /api/v1 operation of the spec, by operationId. A new operation fails the matrix until it is added here. */
+const table: Record<string, Entry> = {
+  getProfile: { temporaryAllowed: false, guestCapable: false },
+  listStrategies: { temporaryAllowed: false, guestCapable: true },
+  uploadImage: {
+    body: () => multipart([{ name: "file", value: png, filename: "a.png", contentType: "image/png" }]),
     temporaryAllowed: true,
     guestCapable: true,
   },
-  "GET /images": { call: (h) => ctx.request("/api/v1/images", { headers: h }), temporaryAllowed: false, guestCapable: false },
-  "DELETE /images/{key}": {
-    call: (h) => ctx.request("/api/v1/images/doesnotexist", { method: "DELETE", headers: h }),
-    temporaryAllowed: false,
-    guestCapable: false,
-  },
-  "POST /images/tokens": {
-    call: (h) =>
-      ctx.request("/api/v1/images/tokens", {
-        method: "POST",
-        headers: { ...h, "content-type": "application/json" },
-        body: JSON.stringify({ num: 1, seconds: 60 }),
-      }),
-    temporaryAllowed: false,
-    guestCapable: false,
-  },
+  listImages: { temporaryAllowed: false, guestCapable: false },
+  // a missing key: the credential is accepted, then the image is not found
+  deleteImage: { params: { key: "doesnotexist" }, temporaryAllowed: false, guestCapable: false, success: 404 },
+  createTemporaryTokens: { body: json({ num: 1, seconds: 60 }), temporaryAllowed: false, guestCapable: false },
 };
 
-/** What a valid permanent credential gets: 200, except the delete of a missing key (404). */
-const successStatus = (name: string) => (name === "DELETE /images/{key}" ? 404 : 200);
+interface Operation {
+  method: string;
+  path: string;
+  operationId?: string;
+  security: Record<string, string[]>[];
+}
+
+const SPEC_PATH = "/api/v1/openapi.json";
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/** The served spec's operations under /api/v1/ (the spec document itself is no operation). */
+async function apiOperations(): Promise<Operation[]> {
+  const spec = await expectStatus(await ctx.request(SPEC_PATH), 200);
+  return Object.entries(spec.paths as Record<string, Record<string, any>>)
+    .filter(([path]) => path.startsWith("/api/v1/") && path !== SPEC_PATH)
+    .flatMap(([path, item]) =>
+      METHODS.filter((method) => item[method]).map((method) => ({
+        method: method.toUpperCase(),
+        path,
+        operationId: item[method].operationId,
+        security: item[method].security ?? spec.security ?? [],
+      })),
+    );
+}
+const operations = await apiOperations();
+
+/** What the spec's security list says about an operation. */
+const fromSpec = (op: Operation) => ({
+  temporaryAllowed: op.security.some((requirement) => "temporaryToken" in requirement),
+  guestCapable: op.security.some((requirement) => Object.keys(requirement).length === 0),
+});
+
+function call(op: Operation, entry: Entry, headers: Record<string, string>): Promise<Response> {
+  const path = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const value = entry.params?.[name];
+    if (value === undefined) throw new Error(`the auth matrix gives no value for {${name}} of ${op.operationId}`);
+    return encodeURIComponent(value);
+  });
+  const body = entry.body?.();
+  return ctx.request(path, {
+    method: op.method,
+    headers: body ? { ...headers, "content-type": body.contentType } : headers,
+    body: body?.body,
+  });
+}
 
 async function expectEnvelope(res: Response, status: number) {
-  expect(res.status).toBe(status);
-  const body = (await res.json()) as { status: boolean; message: string; data: unknown };
+  const body = (await expectStatus(res, status)) as { status: boolean; message: string; data: unknown };
   expect(body.status).toBe(status === 200);
   expect(typeof body.message).toBe("string");
   if (status !== 200) {
@@ -61,13 +103,27 @@ async function expectEnvelope(res: Response, status: number) {
 }
 
 async function temporaryToken(seconds = 60) {
-  const { body } = await ctx.json("/api/v1/images/tokens", {
+  const res = await ctx.json("/api/v1/images/tokens", {
     method: "POST",
     headers: { ...ctx.bearer(alice.token), "content-type": "application/json" },
     body: JSON.stringify({ num: 1, seconds }),
   });
-  return body.data.tokens[0].token as string;
+  return expectStatus(res, 200).data.tokens[0].token as string;
 }
+
+describe("the matrix and the spec", () => {
+  test("the spec lists /api/v1 operations, and every one has an operationId", () => {
+    expect(operations.length).toBeGreaterThan(0);
+    const anonymous = operations.filter((op) => !op.operationId).map((op) => `${op.method} ${op.path}`);
+    expect(anonymous, `operations without an operationId: ${anonymous.join(", ")}`).toEqual([]);
+  });
+
+  test("the table names no operation that the spec lacks", () => {
+    const known = new Set(operations.map((op) => op.operationId));
+    const stale = Object.keys(table).filter((id) => !known.has(id));
+    expect(stale, `in the auth matrix but not among the spec's /api/v1 operations: ${stale.join(", ")}`).toEqual([]);
+  });
+});
 
 beforeEach(async () => {
   await ctx.admin("PATCH", "/api/admin/settings", { api_enabled: true, guest_upload_enabled: false });
@@ -76,14 +132,34 @@ beforeEach(async () => {
   await ctx.admin("PATCH", `/api/admin/users/${alice.id}`, { enabled: true });
 });
 
-for (const [name, route] of Object.entries(routes)) {
+for (const op of operations) {
+  const name = `${op.method} ${op.path} (${op.operationId})`;
+  const entry = op.operationId === undefined ? undefined : table[op.operationId];
+  if (!entry) {
+    describe(name, () => {
+      test("is in the auth matrix", () => {
+        throw new Error(`the spec has ${name}, which the auth matrix in test/auth.test.ts does not know: add it to \`table\``);
+      });
+    });
+    continue;
+  }
+  const route = { ...entry, call: (headers: Record<string, string>) => call(op, entry, headers) };
+  const success = entry.success ?? 200;
+
   describe(name, () => {
+    test("the table agrees with the spec's security list (temporaryToken → temporary allowed, {} → guest capable)", () => {
+      const said = { temporaryAllowed: entry.temporaryAllowed, guestCapable: entry.guestCapable };
+      expect(said, `the auth matrix's entry for ${op.operationId} disagrees with its security ${JSON.stringify(op.security)}`).toEqual(
+        fromSpec(op),
+      );
+    });
+
     test("a valid permanent token is accepted as id|raw and as the raw part alone", async () => {
-      await expectEnvelope(await route.call(ctx.bearer(alice.token)), successStatus(name));
+      await expectEnvelope(await route.call(ctx.bearer(alice.token)), success);
       const raw = alice.token.split("|")[1]!;
-      await expectEnvelope(await route.call(ctx.bearer(raw)), successStatus(name));
+      await expectEnvelope(await route.call(ctx.bearer(raw)), success);
       // the scheme is case-insensitive
-      await expectEnvelope(await route.call({ authorization: `bearer ${alice.token}` }), successStatus(name));
+      await expectEnvelope(await route.call({ authorization: `bearer ${alice.token}` }), success);
     });
 
     test("no token → 401 (guest upload disabled)", async () => {
@@ -121,7 +197,7 @@ for (const [name, route] of Object.entries(routes)) {
 
     test(`a temporary token → ${route.temporaryAllowed ? "accepted" : "403"}`, async () => {
       const token = await temporaryToken();
-      await expectEnvelope(await route.call(ctx.bearer(token)), route.temporaryAllowed ? 200 : 403);
+      await expectEnvelope(await route.call(ctx.bearer(token)), route.temporaryAllowed ? success : 403);
     });
 
     test("site-wide API switch off → 403, before any credential check", async () => {
@@ -152,7 +228,7 @@ for (const [name, route] of Object.entries(routes)) {
     if (route.guestCapable) {
       test("no token with guest upload enabled → guest; guest group's flags apply", async () => {
         await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: true });
-        await expectEnvelope(await route.call({ "x-forwarded-for": "198.51.100.1" }), 200);
+        await expectEnvelope(await route.call({ "x-forwarded-for": "198.51.100.1" }), success);
         await ctx.admin("PATCH", `/api/admin/groups/${ctx.guestGroupId}`, { allow_api: false });
         await expectEnvelope(await route.call({}), 403);
         await ctx.admin("PATCH", `/api/admin/groups/${ctx.guestGroupId}`, { allow_api: true, enabled: false });
@@ -175,14 +251,13 @@ for (const [name, route] of Object.entries(routes)) {
 
 describe("envelope for everything else", () => {
   test("unknown routes answer 404 in the envelope", async () => {
-    const res = await ctx.request("/api/v1/nothing-here");
-    expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ status: false, message: "Not found.", data: null });
+    const body = await expectStatus(await ctx.request("/api/v1/nothing-here"), 404);
+    expect(body).toEqual({ status: false, message: "Not found.", data: null });
   });
 
   test("administration needs the admin token", async () => {
-    expect((await ctx.request("/api/admin/settings")).status).toBe(401);
-    expect((await ctx.request("/api/admin/settings", { headers: ctx.bearer(alice.token) })).status).toBe(401);
+    await expectStatus(await ctx.request("/api/admin/settings"), 401);
+    await expectStatus(await ctx.request("/api/admin/settings", { headers: ctx.bearer(alice.token) }), 401);
   });
 
   test("an unexpected failure is a 500 with a request id and no internals", async () => {
@@ -200,8 +275,7 @@ describe("envelope for everything else", () => {
           body: m.body,
         }),
       );
-      expect(res.status).toBe(500);
-      const body = (await res.json()) as Record<string, unknown>;
+      const body = (await expectStatus(res, 500)) as Record<string, unknown>;
       expect(body.status).toBe(false);
       expect(body.message).toBe("Internal server error.");
       expect(body.data).toBeNull();

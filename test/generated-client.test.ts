@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { CLIENT_DIR, ensureClient } from "../scripts/generate-client.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
 
 const root = resolve(import.meta.dir, "..");
 const generatedRoot = resolve(CLIENT_DIR, "..");
@@ -83,18 +84,18 @@ describe("the @hey-api/openapi-ts client", () => {
     const file = new File([new Uint8Array(png)], "generated-client.png", { type: "image/png" });
 
     const uploaded = await sdk.uploadImage({ client, body: { file, permission: 1 } });
-    expect(uploaded.response.status).toBe(200);
+    expectStatus(uploaded, 200);
     expect(uploaded.error).toBeUndefined();
     const image = uploaded.data.data;
     expect(image).toMatchObject({ origin_name: "generated-client.png", mimetype: "image/png", extension: "png", width: 40, height: 30 });
 
     const listed = await sdk.listImages({ client, query: { per_page: 10, page: 1 } });
-    expect(listed.response.status).toBe(200);
+    expectStatus(listed, 200);
     expect(listed.data.data.total).toBe(1);
     expect(listed.data.data.data.map((i: { key: string }) => i.key)).toEqual([image.key]);
 
     const deleted = await sdk.deleteImage({ client, path: { key: image.key } });
-    expect(deleted.response.status).toBe(200);
+    expectStatus(deleted, 200);
     expect(deleted.data).toEqual({ status: true, message: "success", data: null });
 
     const after = await sdk.listImages({ client, query: { per_page: 10, page: 1 } });
@@ -103,7 +104,7 @@ describe("the @hey-api/openapi-ts client", () => {
 
     // errors come back typed, not thrown: a deleted key is 404 with the error envelope
     const again = await sdk.deleteImage({ client, path: { key: image.key } });
-    expect(again.response.status).toBe(404);
+    expectStatus(again, 404);
     expect(again.error).toMatchObject({ status: false, data: null });
   }, 60_000);
 });

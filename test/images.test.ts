@@ -6,6 +6,7 @@ import { images, strategies } from "../src/db/schema.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
+import { describeAnswers, expectStatus, expectStatuses } from "./support/status.ts";
 
 let ctx: TestContext;
 let alice: TestUser;
@@ -36,7 +37,7 @@ describe("GET /api/v1/images", () => {
     await uploadPng(bob, "bob.png");
 
     const page1 = await ctx.json("/api/v1/images?per_page=3", { headers: ctx.bearer(carol.token) });
-    expect(page1.status).toBe(200);
+    expectStatus(page1, 200);
     expect(page1.body.data).toMatchObject({ current_page: 1, last_page: 3, per_page: 3, total: 7 });
     const all: any[] = [];
     for (let page = 1; page <= 3; page++) {
@@ -65,11 +66,11 @@ describe("GET /api/v1/images", () => {
   test("per_page and page out of range or ill-typed → 422", async () => {
     for (const q of ["per_page=0", "per_page=101", "per_page=abc", "per_page=1.5", "page=0", "page=-1"]) {
       const res = await ctx.json(`/api/v1/images?${q}`, { headers: ctx.bearer(alice.token) });
-      expect(res.status).toBe(422);
+      expectStatus(res, 422);
       expect(Object.keys(res.body.errors)).toEqual([q.split("=")[0]]);
     }
-    expect((await ctx.json("/api/v1/images?per_page=100", { headers: ctx.bearer(alice.token) })).status).toBe(200);
-    expect((await ctx.json("/api/v1/images?per_page=1", { headers: ctx.bearer(alice.token) })).status).toBe(200);
+    expectStatus(await ctx.json("/api/v1/images?per_page=100", { headers: ctx.bearer(alice.token) }), 200);
+    expectStatus(await ctx.json("/api/v1/images?per_page=1", { headers: ctx.bearer(alice.token) }), 200);
   });
 });
 
@@ -83,7 +84,7 @@ describe("DELETE /api/v1/images/{key}", () => {
     const profileBefore = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) })).body.data;
 
     const res = await del(alice, up.key);
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.body).toEqual({ status: true, message: "success", data: null });
     expect(existsSync(stored(up.url))).toBe(false);
     expect(existsSync(stored(up.thumbnail_url))).toBe(false);
@@ -94,14 +95,14 @@ describe("DELETE /api/v1/images/{key}", () => {
     expect(profileAfter.image_num).toBe(profileBefore.image_num - 1);
     expect(profileAfter.size).toBeCloseTo(profileBefore.size - jpeg.byteLength / 1024, 6);
     // the served address is gone too
-    expect((await ctx.request(new URL(up.url).pathname)).status).toBe(404);
+    await expectStatus(await ctx.request(new URL(up.url).pathname), 404);
     // a second delete is a 404
-    expect((await del(alice, up.key)).status).toBe(404);
+    expectStatus(await del(alice, up.key), 404);
   });
 
   test("by stored file name with extension", async () => {
     const up = (await uploadPng(alice)).body.data;
-    expect((await del(alice, up.name)).status).toBe(200);
+    expectStatus(await del(alice, up.name), 200);
     expect(existsSync(stored(up.url))).toBe(false);
   });
 
@@ -110,9 +111,9 @@ describe("DELETE /api/v1/images/{key}", () => {
     const foreign = await del(alice, mine.key);
     const foreignByName = await del(alice, mine.name);
     const missing = await del(alice, "doesNotExist1234");
-    expect(foreign.status).toBe(404);
-    expect(foreignByName.status).toBe(404);
-    expect(missing.status).toBe(404);
+    expectStatus(foreign, 404);
+    expectStatus(foreignByName, 404);
+    expectStatus(missing, 404);
     expect(foreign.body).toEqual(missing.body);
     expect(foreign.body).toEqual({ status: false, message: "Image not found.", data: null });
     expect(existsSync(stored(mine.url))).toBe(true);
@@ -128,14 +129,14 @@ describe("DELETE /api/v1/images/{key}", () => {
     mkdirSync(file);
     writeFileSync(join(file, "keep"), "x");
     const { result: res } = await quietly(() => del(alice, up.key));
-    expect(res.status).toBe(500);
-    expect(res.body).toEqual({ status: false, message: "The storage service failed; the image was not deleted.", data: null });
+    expectStatus(res, 500);
+    expect(res.body).toEqual({ status: false, message: "The storage service failed; the image was not deleted.", data: null, request_id: expect.any(String) });
     expect((await ctx.db.select().from(images).where(eq(images.key, up.key))).length).toBe(1);
     const profileAfter = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) })).body.data;
     expect(profileAfter).toEqual(profileBefore);
     // once the storage recovers, the delete goes through
     rmSync(file, { recursive: true });
-    expect((await del(alice, up.key)).status).toBe(200);
+    expectStatus(await del(alice, up.key), 200);
   });
 
   test("concurrent deletes of different images all succeed, counters stay exact", async () => {
@@ -143,13 +144,13 @@ describe("DELETE /api/v1/images/{key}", () => {
     const keys: string[] = [];
     for (let i = 0; i < 12; i++) keys.push((await uploadPng(dave, `d${i}.png`)).body.data.key);
     const results = await Promise.all(keys.map((k) => del(dave, k)));
-    expect(results.map((r) => r.status)).toEqual(keys.map(() => 200));
+    expectStatuses(results, keys.map(() => 200));
     const profile = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(dave.token) })).body.data;
     expect([profile.image_num, profile.size]).toEqual([0, 0]);
     // and the same image deleted twice at once: one 200, one 404
     const key = (await uploadPng(dave)).body.data.key;
     const both = await Promise.all([del(dave, key), del(dave, key)]);
-    expect(both.map((r) => r.status).sort()).toEqual([200, 404]);
+    expect(both.map((r) => r.status).sort(), describeAnswers(both)).toEqual([200, 404]);
     expect((await ctx.json("/api/v1/profile", { headers: ctx.bearer(dave.token) })).body.data.image_num).toBe(0);
   });
 });
@@ -162,11 +163,11 @@ describe("expiry", () => {
     const keep = (await uploadPng(erin)).body.data;
     const path = new URL(up.url).pathname;
     const served = await ctx.request(path);
-    expect(served.status).toBe(200);
+    await expectStatus(served, 200);
     expect(Number(served.headers.get("cache-control")?.match(/max-age=(\d+)/)?.[1])).toBeLessThanOrEqual(30);
 
     ctx.advance(31_000);
-    expect((await ctx.request(path)).status).toBe(404); // before any sweep
+    await expectStatus(await ctx.request(path), 404); // before any sweep
     expect(existsSync(stored(up.url))).toBe(true);
 
     expect(await sweepExpired(ctx.deps)).toBe(1);
@@ -175,7 +176,7 @@ describe("expiry", () => {
     const profile = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(erin.token) })).body.data;
     expect(profile.image_num).toBe(1);
     expect(profile.size).toBe(png.byteLength / 1024);
-    expect((await ctx.request(new URL(keep.url).pathname)).status).toBe(200);
+    await expectStatus(await ctx.request(new URL(keep.url).pathname), 200);
     expect(await sweepExpired(ctx.deps)).toBe(0);
   });
 

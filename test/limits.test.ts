@@ -3,6 +3,7 @@ import { eq } from "drizzle-orm";
 import { images, strategies } from "../src/db/schema.ts";
 import { createTestContext, type TestContext } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
+import { describeAnswers, expectStatus, expectStatuses } from "./support/status.ts";
 
 let ctx: TestContext;
 let png: Uint8Array; // the same bytes for every upload here, so sizes are exact
@@ -42,25 +43,25 @@ describe("strategy selection (contract 4.2)", () => {
     const r1 = await ctx.upload(user.token, file());
     const r2 = await ctx.upload(user.token, file());
     const r3 = await ctx.upload(user.token, file());
-    expect([r1.status, r2.status, r3.status]).toEqual([200, 200, 200]);
+    expectStatuses([r1, r2, r3], [200, 200, 200]);
     expect(await keysOn(first.id)).toEqual([r1.body.data.key, r2.body.data.key]);
     expect(await keysOn(second.id)).toEqual([r3.body.data.key]);
     expect(await strategyUsedBytes(first.id)).toBe(2 * size);
 
     // rule 2: when the first regains quota, automatic uploads prefer it again
-    expect((await ctx.json(`/api/v1/images/${r1.body.data.key}`, { method: "DELETE", headers: ctx.bearer(user.token) })).status).toBe(200);
+    expectStatus(await ctx.json(`/api/v1/images/${r1.body.data.key}`, { method: "DELETE", headers: ctx.bearer(user.token) }), 200);
     expect(await strategyUsedBytes(first.id)).toBe(size);
     const r4 = await ctx.upload(user.token, file());
     expect(await keysOn(first.id)).toContain(r4.body.data.key);
 
     // rule 3: strategy_id given and lacking quota → 400, no fallback
     const r5 = await ctx.upload(user.token, file(), { strategy_id: String(first.id) });
-    expect(r5.status).toBe(400);
+    expectStatus(r5, 400);
     expect(r5.body.message).toContain("quota");
     expect(await keysOn(second.id)).toEqual([r3.body.data.key]);
     // and with room, strategy_id is honoured even when it is not first
     const r6 = await ctx.upload(user.token, file(), { strategy_id: String(second.id) });
-    expect(r6.status).toBe(200);
+    expectStatus(r6, 200);
     expect(await keysOn(second.id)).toContain(r6.body.data.key);
   });
 
@@ -69,12 +70,12 @@ describe("strategy selection (contract 4.2)", () => {
     const second = await ctx.admin("POST", "/api/admin/strategies", { name: "Big", driver: "local", quota_kb: null });
     const { user } = await userInGroup({ strategy_ids: [first.id, second.id] });
     const results = await Promise.all(Array.from({ length: 12 }, () => ctx.upload(user.token, file())));
-    expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
+    expectStatuses(results, results.map(() => 200));
     expect(await strategyUsedBytes(first.id)).toBe(3 * size);
     expect(await strategyUsedBytes(second.id)).toBe(9 * size);
     // with strategy_id there is no fallback, even in a race
     const full = await Promise.all(Array.from({ length: 3 }, () => ctx.upload(user.token, file(), { strategy_id: String(first.id) })));
-    expect(full.map((r) => r.status)).toEqual([400, 400, 400]);
+    expectStatuses(full, [400, 400, 400]);
   });
 
   test("strategy_id must be usable by the caller's group: another group's or a disabled one → 400", async () => {
@@ -83,19 +84,19 @@ describe("strategy selection (contract 4.2)", () => {
     const { user } = await userInGroup({ strategy_ids: [mine.id] });
     for (const id of [theirs.id, 999999]) {
       const res = await ctx.upload(user.token, file(), { strategy_id: String(id) });
-      expect(res.status).toBe(400);
+      expectStatus(res, 400);
       expect(res.body.message).toContain("not available");
     }
     await ctx.admin("PATCH", `/api/admin/strategies/${mine.id}`, { enabled: false });
-    expect((await ctx.upload(user.token, file(), { strategy_id: String(mine.id) })).status).toBe(400);
-    expect((await ctx.upload(user.token, file())).status).toBe(400); // no usable strategy left
+    expectStatus(await ctx.upload(user.token, file(), { strategy_id: String(mine.id) }), 400);
+    expectStatus(await ctx.upload(user.token, file()), 400); // no usable strategy left
   });
 
   test("every strategy full → 400 and nothing stored", async () => {
     const tiny = await ctx.admin("POST", "/api/admin/strategies", { name: "Tiny", driver: "local", quota_kb: 0 });
     const { user } = await userInGroup({ strategy_ids: [tiny.id] });
     const res = await ctx.upload(user.token, file());
-    expect(res.status).toBe(400);
+    expectStatus(res, 400);
     expect(res.body.message).toContain("quota");
   });
 });
@@ -103,10 +104,10 @@ describe("strategy selection (contract 4.2)", () => {
 describe("capacity (check 3)", () => {
   test("an upload that would pass the account's capacity → 400; exactly at capacity → 200", async () => {
     const { user } = await userInGroup({ strategy_ids: [1] }, { capacity_kb: roomFor(2) });
-    expect((await ctx.upload(user.token, file())).status).toBe(200);
-    expect((await ctx.upload(user.token, file())).status).toBe(200);
+    expectStatus(await ctx.upload(user.token, file()), 200);
+    expectStatus(await ctx.upload(user.token, file()), 200);
     const third = await ctx.upload(user.token, file());
-    expect(third.status).toBe(400);
+    expectStatus(third, 400);
     expect(third.body.message).toBe("Insufficient capacity.");
   });
 
@@ -117,8 +118,8 @@ describe("capacity (check 3)", () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => ctx.upload(user.token, file())));
     const ok = results.filter((r) => r.status === 200).length;
     const refused = results.filter((r) => r.status === 400);
-    expect(ok).toBe(fit);
-    expect(refused.length).toBe(50 - fit);
+    expect(ok, describeAnswers(results)).toBe(fit);
+    expect(refused.length, describeAnswers(results)).toBe(50 - fit);
     for (const r of refused) expect(r.body.message).toBe("Insufficient capacity.");
     const profile = await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) });
     expect(profile.body.data.image_num).toBe(fit);
@@ -129,7 +130,7 @@ describe("capacity (check 3)", () => {
     const others = await Promise.all(Array.from({ length: 5 }, () => ctx.createUser()));
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { strategy_ids: [quota.id] });
     const burst = await Promise.all(others.flatMap((o) => Array.from({ length: 5 }, () => ctx.upload(o.token, file()))));
-    expect(burst.filter((r) => r.status === 200).length).toBe(12 - fit);
+    expect(burst.filter((r) => r.status === 200).length, describeAnswers(burst)).toBe(12 - fit);
     expect(await strategyUsedBytes(quota.id)).toBe(12 * size);
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { strategy_ids: [1] });
   });
@@ -140,13 +141,13 @@ describe("frequency (check 4)", () => {
     const { user } = await userInGroup({ strategy_ids: [1], uploads_per_minute: 3 });
     const first = await ctx.upload(user.token, file());
     await ctx.json(`/api/v1/images/${first.body.data.key}`, { method: "DELETE", headers: ctx.bearer(user.token) });
-    expect((await ctx.upload(user.token, file())).status).toBe(200);
-    expect((await ctx.upload(user.token, file())).status).toBe(200);
+    expectStatus(await ctx.upload(user.token, file()), 200);
+    expectStatus(await ctx.upload(user.token, file()), 200);
     const fourth = await ctx.upload(user.token, file());
-    expect(fourth.status).toBe(400);
+    expectStatus(fourth, 400);
     expect(fourth.body.message).toBe("Upload frequency limit reached: at most 3 uploads per minute.");
     ctx.advance(61_000);
-    expect((await ctx.upload(user.token, file())).status).toBe(200);
+    expectStatus(await ctx.upload(user.token, file()), 200);
   });
 
   test("hour, day, week and month windows each hold", async () => {
@@ -157,31 +158,31 @@ describe("frequency (check 4)", () => {
       ["uploads_per_month", "month", 30 * 86_400_000],
     ] as const) {
       const { user } = await userInGroup({ strategy_ids: [1], [field]: 2 });
-      expect((await ctx.upload(user.token, file())).status).toBe(200);
+      expectStatus(await ctx.upload(user.token, file()), 200);
       ctx.advance(61_000); // past the minute: only the longer window counts
-      expect((await ctx.upload(user.token, file())).status).toBe(200);
+      expectStatus(await ctx.upload(user.token, file()), 200);
       const refused = await ctx.upload(user.token, file());
-      expect(refused.status).toBe(400);
+      expectStatus(refused, 400);
       expect(refused.body.message).toContain(`per ${window}`);
       ctx.advance(step);
-      expect((await ctx.upload(user.token, file())).status).toBe(200);
+      expectStatus(await ctx.upload(user.token, file()), 200);
     }
   });
 
   test("concurrent uploads cannot overrun the frequency limit", async () => {
     const { user } = await userInGroup({ strategy_ids: [1], uploads_per_minute: 5 });
     const results = await Promise.all(Array.from({ length: 20 }, () => ctx.upload(user.token, file())));
-    expect(results.filter((r) => r.status === 200).length).toBe(5);
+    expect(results.filter((r) => r.status === 200).length, describeAnswers(results)).toBe(5);
   });
 
   test("guests are limited per IP address", async () => {
     await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: true });
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.guestGroupId}`, { uploads_per_minute: 2, concurrent_uploads: null });
     const from = (ip: string) => ctx.upload(null, file(), {}, { headers: { "x-forwarded-for": ip } });
-    expect((await from("198.51.100.7")).status).toBe(200);
-    expect((await from("198.51.100.7")).status).toBe(200);
-    expect((await from("198.51.100.7")).status).toBe(400);
-    expect((await from("198.51.100.8")).status).toBe(200);
+    expectStatus(await from("198.51.100.7"), 200);
+    expectStatus(await from("198.51.100.7"), 200);
+    expectStatus(await from("198.51.100.7"), 400);
+    expectStatus(await from("198.51.100.8"), 200);
     await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: false });
   });
 });
@@ -211,11 +212,11 @@ describe("concurrency (check 5)", () => {
       const held = [ctx.upload(user.token, file()), ctx.upload(user.token, file())];
       while (arrived < 2) await Bun.sleep(5);
       const third = await ctx.upload(user.token, file());
-      expect(third.status).toBe(400);
+      expectStatus(third, 400);
       expect(third.body.message).toBe("Too many concurrent uploads: at most 2 at a time.");
       release();
-      expect((await Promise.all(held)).map((r) => r.status)).toEqual([200, 200]);
-      expect((await ctx.upload(user.token, file())).status).toBe(200);
+      expectStatuses(await Promise.all(held), [200, 200]);
+      expectStatus(await ctx.upload(user.token, file()), 200);
     } finally {
       release();
       reviewer.stop(true);

@@ -7,6 +7,7 @@ import { S3Client } from "bun";
 import S3rver from "s3rver";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
 
 /** The s3 driver against s3rver, an S3 implementation running in this process on loopback. */
 let ctx: TestContext;
@@ -53,7 +54,7 @@ describe("s3 strategy", () => {
   test("upload stores the object and thumbnail in the bucket; addresses use the bucket's public url; delete removes both", async () => {
     const jpeg = await makeNoisyJpeg(900, 600);
     const res = await ctx.upload(user.token, { bytes: jpeg, filename: "photo.jpg", contentType: "image/jpeg" });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     const d = res.body.data;
     expect(d.url).toBe(`https://cdn.example.com/site-a/${d.pathname}`);
     expect(d.thumbnail_url).toMatch(/^https:\/\/cdn\.example\.com\/site-a\/thumbnails\/.+\.webp$/);
@@ -64,7 +65,7 @@ describe("s3 strategy", () => {
     expect(await bucket.file(thumbKey).exists()).toBe(true);
 
     const del = await ctx.json(`/api/v1/images/${d.key}`, { method: "DELETE", headers: ctx.bearer(user.token) });
-    expect(del.status).toBe(200);
+    expectStatus(del, 200);
     expect(await bucket.file(objectKey).exists()).toBe(false);
     expect(await bucket.file(thumbKey).exists()).toBe(false);
   });
@@ -72,7 +73,7 @@ describe("s3 strategy", () => {
   test("the server does not serve s3 objects itself", async () => {
     const png = new Uint8Array(await (await import("sharp")).default({ create: { width: 8, height: 8, channels: 3, background: "red" } }).png().toBuffer());
     const d = (await ctx.upload(user.token, { bytes: png, filename: "a.png", contentType: "image/png" })).body.data;
-    expect((await ctx.request(`/i/${d.pathname}`)).status).toBe(404);
+    await expectStatus(await ctx.request(`/i/${d.pathname}`), 404);
   });
 
   test("an unreachable bucket: 500, nothing recorded or charged", async () => {
@@ -82,7 +83,7 @@ describe("s3 strategy", () => {
     const before = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).body.data;
     const jpeg = await makeNoisyJpeg(100, 100);
     const { result: res } = await quietly(() => ctx.upload(user.token, { bytes: jpeg, filename: "a.jpg", contentType: "image/jpeg" }));
-    expect(res.status).toBe(500);
+    expectStatus(res, 500);
     expect(res.body.message).toBe("The storage service failed; nothing was stored.");
     const after = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).body.data;
     expect(after).toEqual(before);

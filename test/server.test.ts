@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeImage, multipart } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
 
 /** The real entry point (src/server.ts) as a subprocess: environment, first start, restart, stop. */
 const root = join(import.meta.dir, "..");
@@ -90,7 +91,7 @@ describe("first start, restart, stop", () => {
         method,
         headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
         body: body ? JSON.stringify(body) : undefined,
-      }).then((r) => r.json() as Promise<any>);
+      }).then((r) => expectStatus(r, 200));
     const user = await admin("POST", "/api/admin/users", { username: "alice", email: "alice@example.com" });
     const { data: tok } = await admin("POST", `/api/admin/users/${user.data.id}/tokens`);
 
@@ -112,22 +113,20 @@ describe("first start, restart, stop", () => {
     });
     await Bun.sleep(100);
     proc.kill("SIGTERM");
-    const res = await inflight;
-    expect(res.status).toBe(200);
-    const uploaded = (await res.json()) as any;
+    const uploaded = await expectStatus(await inflight, 200);
     expect(await proc.exited).toBe(0);
 
     // restart: migrations are idempotent, data and token survive, seeding does not repeat
     const again = start(env);
     await waitHealthy(port, again);
     const list = await fetch(`http://127.0.0.1:${port}/api/v1/images`, { headers: { authorization: `Bearer ${tok.token}` } });
-    const page = (await list.json()) as any;
+    const page = await expectStatus(list, 200);
     expect(page.data.total).toBe(1);
     expect(page.data.data[0].key).toBe(uploaded.data.key);
     const groups = await admin("GET", "/api/admin/groups");
     expect(groups.data.groups).toHaveLength(2);
     const served = await fetch(`http://127.0.0.1:${port}${new URL(uploaded.data.url).pathname}`);
-    expect(served.status).toBe(200);
+    await expectStatus(served, 200);
     expect(new URL(uploaded.data.url).origin).toBe(`http://localhost:${port}`);
     again.kill("SIGTERM");
     expect(await again.exited).toBe(0);

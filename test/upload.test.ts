@@ -7,6 +7,7 @@ import sharp from "sharp";
 import { images, uploadLog } from "../src/db/schema.ts";
 import { BASE_URL, createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg, pngHeaderClaiming } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
 
 let ctx: TestContext;
 let alice: TestUser;
@@ -52,7 +53,7 @@ async function expectRefused(
   messagePart: string,
   before: { files: string[]; images: number; size: number },
 ) {
-  expect(res.status).toBe(status);
+  expectStatus(res, status);
   expect(res.body.status).toBe(false);
   expect(res.body.data).toBeNull();
   expect(res.body.message.toLowerCase()).toContain(messagePart.toLowerCase());
@@ -70,7 +71,7 @@ async function snapshot() {
 describe("a successful upload", () => {
   test("returns every field of 2.4 plus links and pathname, and stores exactly those bytes", async () => {
     const res = await ctx.upload(alice.token, { bytes: png, filename: "screen shot.png", contentType: "image/png" });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.body.status).toBe(true);
     expect(res.body.message).toBe("success");
     const d = res.body.data;
@@ -115,7 +116,7 @@ describe("a successful upload", () => {
   test("a large image gets a WebP thumbnail fitting 400×400, never enlarged", async () => {
     const jpeg = await makeNoisyJpeg(1200, 900);
     const res = await ctx.upload(alice.token, { bytes: jpeg, filename: "photo.jpg", contentType: "image/jpeg" });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     const d = res.body.data;
     expect([d.width, d.height, d.mimetype, d.extension]).toEqual([1200, 900, "image/jpeg", "jpg"]);
     expect(d.thumbnail_url).not.toBe(d.url);
@@ -133,7 +134,7 @@ describe("a successful upload", () => {
   test("animated GIF: dimensions and thumbnail of the first frame", async () => {
     const gif = await makeAnimatedGif(600, 200);
     const res = await ctx.upload(alice.token, { bytes: gif, filename: "anim.gif", contentType: "image/gif" });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect([res.body.data.width, res.body.data.height]).toEqual([600, 200]);
     const thumb = await sharp(await Bun.file(join(ctx.dataDir, "uploads", new URL(res.body.data.thumbnail_url).pathname.slice(3))).bytes()).metadata();
     expect([thumb.width, thumb.height, thumb.pages ?? 1]).toEqual([400, 133, 1]);
@@ -153,7 +154,7 @@ describe("a successful upload", () => {
       ["gif", "gif", "image/gif"],
     ] as const) {
       const res = await ctx.upload(alice.token, { bytes: await makeImage(format, 32, 32), filename: `x.${ext}`, contentType: mime });
-      expect(res.status).toBe(200);
+      expectStatus(res, 200);
       expect(res.body.data.mimetype).toBe(mime);
       expect(res.body.data.extension).toBe(ext);
     }
@@ -161,7 +162,7 @@ describe("a successful upload", () => {
 
   test("real clients: no Accept, strategy_id in the query, stray fields, octet-stream type, token in a form field", async () => {
     const viaQuery = await ctx.upload(alice.token, { bytes: png, filename: "a.PNG", contentType: "application/octet-stream" }, { ssl: "true", foo: "bar" }, { query: "?strategy_id=1" });
-    expect(viaQuery.status).toBe(200);
+    expectStatus(viaQuery, 200);
     expect(viaQuery.body.data.extension).toBe("png");
     const { body } = await ctx.json("/api/v1/images/tokens", {
       method: "POST",
@@ -169,15 +170,15 @@ describe("a successful upload", () => {
       body: JSON.stringify({ num: 1, seconds: 60 }),
     });
     const viaField = await ctx.upload(null, { bytes: png, filename: "b.png", contentType: "image/png" }, { token: body.data.tokens[0].token });
-    expect(viaField.status).toBe(200);
+    expectStatus(viaField, 200);
     const noType = await ctx.upload(alice.token, { bytes: png, filename: "c.png" });
-    expect(noType.status).toBe(200);
+    expectStatus(noType, 200);
   });
 
   test("private images and albums", async () => {
     const album = await ctx.admin("POST", `/api/admin/users/${alice.id}/albums`, { name: "A" });
     const res = await ctx.upload(alice.token, { bytes: png, filename: "p.png", contentType: "image/png" }, { permission: "0", album_id: String(album.id) });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.body.data.is_public).toBe(false);
     const [row] = await ctx.db.select().from(images).where(eq(images.key, res.body.data.key));
     expect(row?.albumId).toBe(album.id);
@@ -196,7 +197,7 @@ describe("snippets stay correct for awkward names", () => {
   for (const name of cases) {
     test(JSON.stringify(name), async () => {
       const res = await ctx.upload(alice.token, { bytes: png, filename: name, contentType: "image/png" });
-      expect(res.status).toBe(200);
+      expectStatus(res, 200);
       const d = res.body.data;
       const origin = name.split(/[\\/]/).pop()!;
       expect(d.origin_name).toBe(origin);
@@ -224,7 +225,7 @@ describe("snippets stay correct for awkward names", () => {
       headers: { ...ctx.bearer(alice.token), "content-type": `multipart/form-data; boundary=${boundary}` },
       body,
     });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(res.body.data.origin_name).toBe("图片.png");
   });
 });
@@ -260,17 +261,17 @@ describe("check 1: format", () => {
 
   test("missing file → 422 with errors.file; not multipart → 422", async () => {
     const res = await ctx.upload(alice.token, null, { strategy_id: "1" });
-    expect(res.status).toBe(422);
+    expectStatus(res, 422);
     expect(res.body.errors.file[0]).toContain("file");
     const json = await ctx.json("/api/v1/upload", {
       method: "POST",
       headers: { ...ctx.bearer(alice.token), "content-type": "application/json" },
       body: "{}",
     });
-    expect(json.status).toBe(422);
+    expectStatus(json, 422);
     expect(Object.keys(json.body.errors)).toEqual(["file"]);
     const empty = await ctx.upload(alice.token, { bytes: new Uint8Array(0), filename: "e.png", contentType: "image/png" });
-    expect(empty.status).toBe(422);
+    expectStatus(empty, 422);
   });
 
   test("malformed multipart → 400", async () => {
@@ -279,7 +280,7 @@ describe("check 1: format", () => {
       headers: { ...ctx.bearer(alice.token), "content-type": "multipart/form-data; boundary=abc" },
       body: "--abc\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\n\r\nno closing boundary",
     });
-    expect(res.status).toBe(400);
+    expectStatus(res, 400);
     expect(res.body.message).toContain("Malformed");
   });
 
@@ -290,7 +291,7 @@ describe("check 1: format", () => {
       permission: "2",
       expired_at: "tomorrow",
     });
-    expect(res.status).toBe(422);
+    expectStatus(res, 422);
     expect(Object.keys(res.body.errors).sort()).toEqual(["album_id", "expired_at", "permission", "strategy_id"]);
   });
 });
@@ -300,7 +301,7 @@ describe("check 2: per-image size and pixels", () => {
     const jpeg = await makeNoisyJpeg(300, 300);
     const limitKb = Math.ceil(jpeg.byteLength / 1024);
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { max_file_size_kb: limitKb });
-    expect((await ctx.upload(alice.token, { bytes: jpeg, filename: "ok.jpg", contentType: "image/jpeg" })).status).toBe(200);
+    expectStatus(await ctx.upload(alice.token, { bytes: jpeg, filename: "ok.jpg", contentType: "image/jpeg" }), 200);
     const before = await snapshot();
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { max_file_size_kb: limitKb - 1 });
     await expectRefused(await ctx.upload(alice.token, { bytes: jpeg, filename: "big.jpg", contentType: "image/jpeg" }), 400, "limit", before);
@@ -325,7 +326,7 @@ describe("check 2: per-image size and pixels", () => {
       headers: { ...ctx.bearer(alice.token), "content-type": "multipart/form-data; boundary=b" },
       body: stream,
     });
-    expect(res.status).toBe(400);
+    expectStatus(res, 400);
     expect(res.body.message).toContain("100 KB");
     expect(sent).toBeLessThan(2 * 1024 * 1024);
   });
@@ -350,7 +351,7 @@ describe("check 7: retention", () => {
     const before = await snapshot();
     const past = new Date(ctx.now().getTime() - 1000).toISOString();
     const pastRes = await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { expired_at: past });
-    expect(pastRes.status).toBe(422);
+    expectStatus(pastRes, 422);
     expect(Object.keys(pastRes.body.errors)).toEqual(["expired_at"]);
     const far = new Date(ctx.now().getTime() + 7200_000).toISOString();
     await expectRefused(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { expired_at: far }), 400, "retention", before);
@@ -358,14 +359,14 @@ describe("check 7: retention", () => {
     const soon = new Date(Math.floor(ctx.now().getTime() / 1000) * 1000 + 1800_000);
     const withOffset = soon.toISOString().replace("Z", "+00:00");
     const ok = await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { expired_at: withOffset });
-    expect(ok.status).toBe(200);
+    expectStatus(ok, 200);
     const [row] = await ctx.db.select().from(images).where(eq(images.key, ok.body.data.key));
     expect(row?.expiredAt?.getTime()).toBe(soon.getTime());
     // the server-time-zone form
     const pad = (n: number) => String(n).padStart(2, "0");
     const local = `${soon.getFullYear()}-${pad(soon.getMonth() + 1)}-${pad(soon.getDate())} ${pad(soon.getHours())}:${pad(soon.getMinutes())}:${pad(soon.getSeconds())}`;
     const ok2 = await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { expired_at: local });
-    expect(ok2.status).toBe(200);
+    expectStatus(ok2, 200);
     expect(ok2.body.data.expired_at).toBe(local);
   });
 });
@@ -383,16 +384,16 @@ describe("check 8: albums and guests", () => {
     await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: true });
     const headers = { "x-forwarded-for": "198.51.100.20" };
     const ok = await ctx.upload(null, { bytes: png, filename: "g.png", contentType: "image/png" }, {}, { headers });
-    expect(ok.status).toBe(200);
+    expectStatus(ok, 200);
     const [row] = await ctx.db.select().from(images).where(eq(images.key, ok.body.data.key));
     expect(row?.userId).toBeNull();
     expect(row?.uploaderIp).toBe("198.51.100.20");
     const album = await ctx.admin("POST", `/api/admin/users/${alice.id}/albums`, { name: "x" });
     const a = await ctx.upload(null, { bytes: png, filename: "g.png", contentType: "image/png" }, { album_id: String(album.id) }, { headers });
-    expect(a.status).toBe(400);
+    expectStatus(a, 400);
     expect(a.body.message).toContain("Guests");
     const p = await ctx.upload(null, { bytes: png, filename: "g.png", contentType: "image/png" }, { permission: "0" }, { headers });
-    expect(p.status).toBe(400);
+    expectStatus(p, 400);
     expect(p.body.message).toContain("private");
   });
 });
@@ -430,7 +431,7 @@ describe("check 9: content review", () => {
     verdict = { allow: true };
     received = [];
     const res = await ctx.upload(alice.token, { bytes: png, filename: "ok.png", contentType: "image/png" });
-    expect(res.status).toBe(200);
+    expectStatus(res, 200);
     expect(received).toEqual([{ type: "image/png", bytes: png.byteLength, name: "ok.png" }]);
   });
 
@@ -450,7 +451,7 @@ describe("check 9: content review", () => {
     }
     await useWebhook(true);
     verdict = "broken";
-    expect((await ctx.upload(alice.token, { bytes: png, filename: "x.png", contentType: "image/png" })).status).toBe(200);
+    expectStatus(await ctx.upload(alice.token, { bytes: png, filename: "x.png", contentType: "image/png" }), 200);
   });
 });
 
@@ -460,7 +461,7 @@ describe("failures halfway", () => {
     const group = await ctx.admin("POST", "/api/admin/groups", { name: "on broken disk", strategy_ids: [broken.id] });
     const dave = await ctx.createUser({ group_id: group.id });
     const { result: res, logged } = await quietly(() => ctx.upload(dave.token, { bytes: png, filename: "a.png", contentType: "image/png" }));
-    expect(res.status).toBe(500);
+    expectStatus(res, 500);
     expect(res.body.message).toBe("The storage service failed; nothing was stored.");
     expect(JSON.stringify(res.body)).not.toContain("/proc");
     expect(JSON.stringify(logged)).toContain("local write failed"); // the cause is in the log, not the answer
@@ -485,7 +486,7 @@ describe("failures halfway", () => {
     try {
       const big = await makeNoisyJpeg(800, 600);
       const { result: res } = await quietly(() => ctx.upload(erin.token, { bytes: big, filename: "a.jpg", contentType: "image/jpeg" }));
-      expect(res.status).toBe(500);
+      expectStatus(res, 500);
       expect(res.body.message).toBe("Internal server error.");
     } finally {
       await ctx.db.execute("drop trigger refuse_log on upload_log" as never);

@@ -42,6 +42,102 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
   return Buffer.concat(chunks, total);
 }
 
+/** A stalled sender: the body did not arrive within the read deadline. */
+export class BodyTimeout extends AppError {
+  constructor(readonly seconds: number) {
+    super("request_timeout", `The request body was not received within ${seconds} second${seconds === 1 ? "" : "s"}.`);
+  }
+}
+
+export interface StagedRead {
+  boundary: string;
+  /** Most bytes read before the file part begins while the sender is still unknown. */
+  preludeLimit: number;
+  /** Called once, with the fields sent before the file part: authenticates and answers how many bytes this sender may send in all. */
+  limitFor(fieldsBeforeFile: Map<string, string>): Promise<number>;
+  /** The whole body must arrive within this many seconds. */
+  deadlineSeconds: number;
+}
+
+/**
+ * Reads a multipart upload without trusting its sender: only the small parts before the file part are read
+ * (at most `preludeLimit` bytes) until `limitFor` has authenticated the sender from them or refused it; then
+ * the rest, stopping as soon as the sender's own limit is passed or the deadline expires.
+ */
+export async function readStagedMultipart(request: Request, read: StagedRead): Promise<MultipartBody> {
+  if (!request.body) return parseMultipart(new Uint8Array(0), read.boundary);
+  const reader = request.body.getReader();
+  const deadline = Date.now() + read.deadlineSeconds * 1000;
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  let limit: number | null = null;
+  const settleLimit = async (buffered: Buffer) => {
+    limit = await read.limitFor(scanPrelude(buffered, read.boundary).fields);
+    const declared = Number(request.headers.get("content-length"));
+    if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge(limit);
+  };
+  try {
+    for (;;) {
+      const { done, value } = await readBefore(reader, deadline, read.deadlineSeconds);
+      if (done) break;
+      chunks.push(value);
+      total += value.byteLength;
+      if (limit === null) {
+        const buffered = Buffer.concat(chunks, total);
+        if (total > read.preludeLimit || scanPrelude(buffered, read.boundary).fileStart !== null) {
+          await settleLimit(buffered);
+        }
+      }
+      if (limit !== null && total > limit) throw new BodyTooLarge(limit);
+    }
+    const body = Buffer.concat(chunks, total);
+    if (limit === null) await settleLimit(body);
+    return parseMultipart(body, read.boundary);
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    throw e;
+  }
+}
+
+async function readBefore(reader: ReadableStreamDefaultReader<Uint8Array>, deadline: number, seconds: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyTimeout(seconds)), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([reader.read(), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The fields of the complete parts at the start of a (possibly partial) body, up to the first file part,
+ * and where that file part starts (null while its headers have not arrived).
+ */
+function scanPrelude(buf: Buffer, boundary: string): { fields: Map<string, string>; fileStart: number | null } {
+  const delimiter = Buffer.from(`--${boundary}`);
+  const fields = new Map<string, string>();
+  let pos = buf.indexOf(delimiter);
+  while (pos >= 0) {
+    const start = pos;
+    const headersAt = buf.indexOf(CRLF, pos + delimiter.length);
+    if (headersAt < 0) break;
+    const headerEnd = buf.indexOf(HEADER_END, headersAt);
+    if (headerEnd < 0) break;
+    const disposition = headerParams(parseHeaders(buf.subarray(headersAt + 2, headerEnd).toString("utf8")).get("content-disposition") ?? "");
+    if (dispositionParam(disposition, "filename*") !== null || dispositionParam(disposition, "filename") !== null) {
+      return { fields, fileStart: start };
+    }
+    const next = buf.indexOf(Buffer.from(`\r\n--${boundary}`), headerEnd + 4);
+    if (next < 0) break;
+    const name = dispositionParam(disposition, "name");
+    if (name !== null && !fields.has(name)) fields.set(name, buf.subarray(headerEnd + 4, next).toString("utf8"));
+    pos = next + 2;
+  }
+  return { fields, fileStart: null };
+}
+
 export function boundaryOf(contentType: string | undefined): string | null {
   if (!contentType || !/^multipart\/form-data\s*;/i.test(contentType)) return null;
   const b = headerParams(contentType).get("boundary");

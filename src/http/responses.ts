@@ -6,6 +6,7 @@ const errorDescriptions = {
   401: ["Missing, malformed, wrong, revoked or expired credential", "Unauthenticated."],
   403: ["API disabled site-wide, account or group disabled, API not allowed for the group, or a temporary token beyond upload", "The API is disabled on this site."],
   404: ["Not found, or not owned by the caller (the two look the same)", "Image not found."],
+  408: ["The request body did not arrive within the read deadline", "The request body was not received within 60 seconds."],
   415: ["The request body is not in a supported media type", "Unsupported Media Type."],
   429: [
     "Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds)",

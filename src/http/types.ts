@@ -1,5 +1,6 @@
 import type { Deps } from "../deps.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
+import type { UploadBodyGate } from "./body-gate.ts";
 import type { FailedAuthThrottle } from "./throttle.ts";
 
 /** What every request has before authentication. */
@@ -8,6 +9,7 @@ export type RequestEnv = {
     deps: Deps;
     requestId: string;
     authThrottle: FailedAuthThrottle;
+    uploadBodies: UploadBodyGate;
   };
 };
 

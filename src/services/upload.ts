@@ -78,7 +78,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
   try {
     const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
     await checkPlacement(deps, input);
-    checkRetention(group, input.expiredAt, now);
+    const expiredAt = checkRetention(group, input.expiredAt, now);
     await reviewContent(group, {
       bytes: upload.bytes,
       mimetype: upload.mimetype,
@@ -86,7 +86,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
       uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
     });
     const objects = await prepareObjects(upload, inspection, group, now);
-    return await storeWithFallback(deps, input, subject, now, objects, strategy);
+    return await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
   } finally {
     await release();
   }
@@ -172,16 +172,20 @@ async function checkPlacement(deps: Deps, input: UploadInput) {
   }
 }
 
-/** Image retention: `expired_at` is in the future (422) and within the group's ceiling (400). */
-function checkRetention(group: Group, expiredAt: Date | undefined, now: Date) {
-  if (!expiredAt) return;
+/**
+ * Image retention: `expired_at` is in the future (422) and within the group's ceiling (400). Answers when the
+ * image expires: without `expired_at`, a group with a ceiling keeps the image exactly that long.
+ */
+function checkRetention(group: Group, expiredAt: Date | undefined, now: Date): Date | undefined {
+  const ceiling = group.retentionMaxSeconds;
+  if (!expiredAt) return ceiling === null ? undefined : new Date(now.getTime() + ceiling * 1000);
   if (expiredAt.getTime() <= now.getTime()) {
     throw new AppError("validation", "The expired_at must be in the future.", { expired_at: ["The expired_at must be in the future."] });
   }
-  const ceiling = group.retentionMaxSeconds;
   if (ceiling !== null && expiredAt.getTime() > now.getTime() + ceiling * 1000) {
     throw badRequest(`The expired_at is beyond the retention ceiling of ${ceiling} seconds for your group.`);
   }
+  return expiredAt;
 }
 
 /** The objects to store: the file under a fresh unguessable name, and its thumbnail when it needs one. */

@@ -66,14 +66,15 @@ export interface TestUser {
 
 export type TestContext = Awaited<ReturnType<typeof createTestContext>>;
 
-export async function createTestContext() {
+/** `config` overrides the test defaults (which lift the per-address throttles every test file's single address would hit). */
+export async function createTestContext(config: Partial<Deps["config"]> = {}) {
   const { database, drop } = await freshDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), "imghost-test-"));
   let offsetMs = 0;
   const deps: Deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 } },
+    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, total: 1000 }, ...config },
     clock: () => new Date(Date.now() + offsetMs),
   };
   const app = createApp(deps);
@@ -128,8 +129,9 @@ export async function createTestContext() {
     fields: Record<string, string> = {},
     options: { headers?: Record<string, string>; query?: string } = {},
   ) {
+    // the small fields first, as browsers send a form whose file input comes last: a `token` field must precede the file
     const parts: Part[] = Object.entries(fields).map(([name, value]) => ({ name, value }));
-    if (file) parts.unshift({ name: "file", value: file.bytes, filename: file.filename, contentType: file.contentType });
+    if (file) parts.push({ name: "file", value: file.bytes, filename: file.filename, contentType: file.contentType });
     const m = multipart(parts);
     return json(`/api/v1/upload${options.query ?? ""}`, {
       method: "POST",

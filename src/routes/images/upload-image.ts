@@ -1,21 +1,24 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import type { Caller } from "../../services/caller.ts";
 import { authenticate, authenticateHeader, clientIp, guardedAuth } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { toImageResource } from "../../http/image-resource.ts";
-import { BodyTooLarge, boundaryOf, parseMultipart, readBodyLimited } from "../../http/multipart.ts";
+import { BodyTooLarge, boundaryOf, readStagedMultipart } from "../../http/multipart.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, Image } from "../../http/schemas.ts";
 import { parseDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
-import { largestUploadKb } from "../../db/repositories/groups.ts";
 import { badRequest, validationError } from "../../errors.ts";
 import { uploadImage } from "../../services/upload.ts";
 
 const uploadAccess = { temporary: true, guest: true };
 /** Multipart headers and the small fields around the file. */
 const MULTIPART_OVERHEAD = 64 * 1024;
+/** What a sender not yet known may send before its file part: the small fields (`token`, `strategy_id`, …). */
+const PRELUDE_LIMIT = 64 * 1024;
+const DEFAULT_READ_TIMEOUT_SECONDS = 60;
 
 export const UploadRequest = z
   .object({
@@ -27,7 +30,10 @@ export const UploadRequest = z
       description: "When the image is removed: ISO 8601 with an offset (2026-12-01T08:00:00+08:00) or `YYYY-MM-DD HH:MM:SS` in the server's time zone. Must be in the future (else 422) and within the group's retention ceiling (else 400).",
       example: "2026-12-31T23:59:59Z",
     }),
-    token: z.string().optional().openapi({ description: "A temporary upload token, for clients that cannot set headers" }),
+    token: z.string().optional().openapi({
+      description:
+        "A temporary upload token, for clients that cannot set headers. It must come before the `file` part: without a header credential, the server reads only the small fields before the file (at most 64 KB) to learn who sends it, and answers 401 when the file begins and no credential is known (unless guest upload is on).",
+    }),
   })
   .openapi("UploadRequest");
 
@@ -65,7 +71,10 @@ export const uploadImageRoute = createRoute({
     "Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). " +
     "Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. " +
     "Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. " +
-    "A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored.",
+    "A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. " +
+    "In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. " +
+    "Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; " +
+    "a client address may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).",
   security: [{ bearerAuth: [] }, { temporaryToken: [] }, {}] as Record<string, string[]>[],
   middleware: [headerAuth],
   request: {
@@ -79,32 +88,53 @@ export const uploadImageRoute = createRoute({
   },
   responses: {
     ...okResponse(envelope(Image, "ImageResponse"), "The stored image"),
-    ...errorResponses(400, 401, 403, 422, 500),
+    ...errorResponses(400, 401, 403, 408, 422, 500),
   },
 });
+
+/**
+ * Cost before trust: a sender known from its header may send its own group's limit; otherwise only the small
+ * fields before the file part are read, the `token` field (or guest upload) decides who it is, and only then
+ * is the file read — never more than that caller's group allows. Bodies are bounded per address and in time.
+ */
+async function receiveBody(c: Context<AppEnv>, boundary: string) {
+  const deps = c.get("deps");
+  let caller: Caller | undefined = c.get("caller");
+  let limitKb = 0;
+  const leave = c.get("uploadBodies").enter(clientIp(c));
+  try {
+    const body = await readStagedMultipart(c.req.raw, {
+      boundary,
+      preludeLimit: PRELUDE_LIMIT,
+      deadlineSeconds: deps.config.uploadReadTimeoutSeconds ?? DEFAULT_READ_TIMEOUT_SECONDS,
+      async limitFor(fields) {
+        if (!caller) {
+          const token = fields.get("token")?.trim() || null;
+          caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess));
+        }
+        limitKb = caller.group.maxFileSizeKb;
+        return limitKb * 1024 + MULTIPART_OVERHEAD;
+      },
+    });
+    return { caller: caller!, body };
+  } catch (e) {
+    if (e instanceof BodyTooLarge) throw badRequest(`The file is larger than the limit of ${limitKb} KB.`);
+    throw e;
+  } finally {
+    leave();
+  }
+}
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openAPIRegistry.register("UploadRequest", UploadRequest);
   app.openapi(uploadImageRoute, async (c) => {
     const deps = c.get("deps");
-    let caller = c.get("caller");
     const boundary = boundaryOf(c.req.header("content-type"));
     if (!boundary) {
-      if (!caller) caller = await authenticate(deps, null, uploadAccess);
+      if (!c.get("caller")) await authenticate(deps, null, uploadAccess);
       throw validationError({ file: ["The file field is required: send multipart/form-data."] });
     }
-    const limitKb = caller ? caller.group.maxFileSizeKb : await largestUploadKb(deps.db);
-    let body;
-    try {
-      body = parseMultipart(await readBodyLimited(c.req.raw, limitKb * 1024 + MULTIPART_OVERHEAD), boundary);
-    } catch (e) {
-      if (e instanceof BodyTooLarge) throw badRequest(`The file is larger than the limit of ${limitKb} KB.`);
-      throw e;
-    }
-    if (!caller) {
-      const token = body.fields.get("token")?.trim() || null;
-      caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess));
-    }
+    const { caller, body } = await receiveBody(c, boundary);
 
     const fields = validate(UploadFields, {
       strategy_id: body.fields.get("strategy_id") || c.req.query("strategy_id") || undefined,

@@ -1,0 +1,260 @@
+/**
+ * Cost before trust: what a stranger can make the server read, hold or try, and how the service answers.
+ * Bodies are streams that count what the server pulls from them, so "read nothing" is measured, not assumed.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { desc } from "drizzle-orm";
+import { images } from "../src/db/schema.ts";
+import { envSchema } from "../src/env.ts";
+import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
+import { makeImage } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
+
+const CHUNK = 64 * 1024;
+
+/** A multipart upload whose file part streams `fileBytes` bytes, counting what the server pulls; `stallAfter` stops sending (without ending) after that many bytes. */
+function streamingUpload(options: { fields?: Record<string, string>; fileBytes: number; stallAfter?: number }) {
+  const boundary = "----hardening";
+  const head = Object.entries(options.fields ?? {})
+    .map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)
+    .join("");
+  const fileHead = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`;
+  const prefix = new TextEncoder().encode(head + fileHead);
+  const tail = new TextEncoder().encode(`\r\n--${boundary}--\r\n`);
+  const total = prefix.length + options.fileBytes + tail.length;
+  const counter = { pulled: 0, cancelled: false };
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (options.stallAfter !== undefined && sent >= options.stallAfter) return new Promise(() => {}); // a sender gone quiet
+        let chunk: Uint8Array;
+        if (sent < prefix.length) chunk = prefix;
+        else if (sent < prefix.length + options.fileBytes) chunk = new Uint8Array(Math.min(CHUNK, prefix.length + options.fileBytes - sent));
+        else if (sent < total) chunk = tail;
+        else return controller.close();
+        sent += chunk.length;
+        counter.pulled = sent;
+        controller.enqueue(chunk);
+      },
+      cancel() {
+        counter.cancelled = true;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { body, contentType: `multipart/form-data; boundary=${boundary}`, total, counter };
+}
+
+function postUpload(ctx: TestContext, upload: ReturnType<typeof streamingUpload>, headers: Record<string, string> = {}) {
+  return ctx.request("/api/v1/upload", {
+    method: "POST",
+    headers: { "content-type": upload.contentType, ...headers },
+    body: upload.body,
+    // @ts-expect-error Bun and the fetch standard need it for a streamed request body
+    duplex: "half",
+  });
+}
+
+describe("no body is read before the sender is known", () => {
+  let ctx: TestContext;
+  let alice: TestUser;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    alice = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  test("without a credential and guest upload off: 401 once the file part begins, having read at most the small fields", async () => {
+    const upload = streamingUpload({ fileBytes: 50 * 1024 * 1024 });
+    const body = await expectStatus(await postUpload(ctx, upload), 401);
+    expect(body.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>'.");
+    expect(upload.counter.pulled).toBeLessThan(3 * CHUNK); // of 50 MB offered
+    expect(upload.counter.cancelled).toBe(true);
+  });
+
+  test("a wrong token in the header: 401 before a byte of the body", async () => {
+    const upload = streamingUpload({ fileBytes: 10 * 1024 * 1024 });
+    await expectStatus(await postUpload(ctx, upload, ctx.bearer("1|wrong")), 401);
+    expect(upload.counter.pulled).toBeLessThanOrEqual(CHUNK);
+  });
+
+  test("a guest body is capped at the guest group's own limit, not the largest of any group", async () => {
+    await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: true });
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.guestGroupId}`, { max_file_size_kb: 100, strategy_ids: [ctx.localStrategyId] });
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { max_file_size_kb: 100 * 1024 });
+    try {
+      const upload = streamingUpload({ fileBytes: 20 * 1024 * 1024 });
+      const body = await expectStatus(await postUpload(ctx, upload), 400);
+      expect(body.message).toBe("The file is larger than the limit of 100 KB.");
+      expect(upload.counter.pulled).toBeLessThan(100 * 1024 + 64 * 1024 + 2 * CHUNK);
+    } finally {
+      await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: false });
+    }
+  });
+
+  test("a user's body is capped at the user's group limit", async () => {
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { max_file_size_kb: 200 });
+    const upload = streamingUpload({ fileBytes: 20 * 1024 * 1024 });
+    const body = await expectStatus(await postUpload(ctx, upload, ctx.bearer(alice.token)), 400);
+    expect(body.message).toBe("The file is larger than the limit of 200 KB.");
+    expect(upload.counter.pulled).toBeLessThan(200 * 1024 + 64 * 1024 + 2 * CHUNK);
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { max_file_size_kb: 10240 });
+  });
+
+  test("a temporary token in the form works before the file part; after it, the file is refused unread", async () => {
+    const { body } = await ctx.json("/api/v1/images/tokens", {
+      method: "POST",
+      headers: { ...ctx.bearer(alice.token), "content-type": "application/json" },
+      body: JSON.stringify({ num: 1, seconds: 60 }),
+    });
+    const token = body.data.tokens[0].token as string;
+    const png = await makeImage("png", 20, 20);
+    const before = await ctx.upload(null, { bytes: png, filename: "a.png", contentType: "image/png" }, { token });
+    expectStatus(before, 200);
+
+    const after = streamingUpload({ fileBytes: 5 * 1024 * 1024, fields: {} });
+    // the token after the file: the server never reaches it
+    expectStatus(await postUpload(ctx, after), 401);
+    expect(after.counter.pulled).toBeLessThan(3 * CHUNK);
+  });
+});
+
+describe("upload bodies are bounded per address, in total and in time", () => {
+  let ctx: TestContext;
+  let alice: TestUser;
+  beforeAll(async () => {
+    ctx = await createTestContext({ uploadBodies: { perAddress: 2, total: 3 }, uploadReadTimeoutSeconds: 1 });
+    alice = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  test("beyond the per-address and total bounds: 429 with Retry-After; a slot frees when its body ends", async () => {
+    const from = (address: string) => ({ ...ctx.bearer(alice.token), "x-forwarded-for": address });
+    const stalled = [1, 2].map(() => streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK }));
+    const pending = stalled.map((u) => postUpload(ctx, u, from("198.51.100.1")));
+    await Bun.sleep(50);
+
+    const third = await postUpload(ctx, streamingUpload({ fileBytes: 10 }), from("198.51.100.1"));
+    const body = await expectStatus(third, 429);
+    expect(body.message).toBe("Too many uploads in progress from your address: at most 2 at a time.");
+    expect(third.headers.get("retry-after")).toBe("5");
+
+    const otherStalled = streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK });
+    const otherPending = postUpload(ctx, otherStalled, from("198.51.100.2"));
+    await Bun.sleep(50);
+    const overTotal = await postUpload(ctx, streamingUpload({ fileBytes: 10 }), from("198.51.100.3"));
+    expect((await expectStatus(overTotal, 429)).message).toBe("The server is receiving too many uploads: retry in a few seconds.");
+
+    // the stalled senders are cut off by the read deadline (1 s here), which frees their slots
+    for (const res of await Promise.all([...pending, otherPending])) {
+      expect((await expectStatus(res, 408)).message).toBe("The request body was not received within 1 second.");
+    }
+    const png = await makeImage("png", 20, 20);
+    expectStatus(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, {}, { headers: { "x-forwarded-for": "198.51.100.1" } }), 200);
+  });
+});
+
+describe("failed authentications are throttled per address", () => {
+  let ctx: TestContext;
+  let alice: TestUser;
+  beforeAll(async () => {
+    ctx = await createTestContext({ authFailures: { burst: 3, perMinute: 60 } });
+    alice = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+  const profile = (token: string, address: string) => ctx.request("/api/v1/profile", { headers: { ...ctx.bearer(token), "x-forwarded-for": address } });
+
+  test("after the burst: 429 with Retry-After, even for a right token, until the bucket refills; other addresses unaffected", async () => {
+    for (let i = 0; i < 3; i++) expectStatus(await profile(`${i}|guess`, "203.0.113.9"), 401);
+    const refused = await profile("9|guess", "203.0.113.9");
+    expect((await expectStatus(refused, 429)).message).toBe("Too many failed authentications from your address: retry in 1 s.");
+    expect(refused.headers.get("retry-after")).toBe("1");
+    // refused before the credential is looked at: a guessed right token would not be confirmed
+    await expectStatus(await profile(alice.token, "203.0.113.9"), 429);
+    // successful calls from elsewhere are not slowed or refused
+    await expectStatus(await profile(alice.token, "203.0.113.10"), 200);
+    await Bun.sleep(1100);
+    await expectStatus(await profile(alice.token, "203.0.113.9"), 200);
+  });
+
+  test("the admin token is throttled the same way", async () => {
+    const admin = (token: string) => ctx.request("/api/admin/settings", { headers: { ...ctx.bearer(token), "x-forwarded-for": "203.0.113.20" } });
+    for (let i = 0; i < 3; i++) expectStatus(await admin("not-the-admin-token"), 401);
+    await expectStatus(await admin("not-the-admin-token"), 429);
+  });
+
+  test("no credential at all is not a failure: guests are never throttled by it", async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await ctx.request("/api/v1/strategies", { headers: { "x-forwarded-for": "203.0.113.30" } });
+      expect((await expectStatus(res, 401)).message).toStartWith("Guest upload is disabled");
+    }
+  });
+});
+
+describe("the client address behind proxies", () => {
+  let ctx: TestContext;
+  let alice: TestUser;
+  beforeAll(async () => {
+    ctx = await createTestContext({ trustedProxies: 2 });
+    alice = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  test("is the X-Forwarded-For entry the trusted proxies appended, never what the client wrote", async () => {
+    const png = await makeImage("png", 20, 20);
+    const send = (xff: string) =>
+      ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, {}, { headers: { "x-forwarded-for": xff } });
+    // client-written "1.1.1.1", then the outer proxy appended the client's real address, then the inner proxy its own
+    expectStatus(await send("1.1.1.1, 198.51.100.44, 10.0.0.2"), 200);
+    const [last] = await ctx.db.select({ ip: images.uploaderIp }).from(images).orderBy(desc(images.id)).limit(1);
+    expect(last!.ip).toBe("198.51.100.44");
+  });
+});
+
+describe("configuration and failures", () => {
+  test("ADMIN_TOKEN shorter than 32 characters is refused", () => {
+    const short = envSchema.safeParse({ ADMIN_TOKEN: "x".repeat(31) });
+    expect(short.success).toBe(false);
+    expect(short.error!.issues[0]!.message).toStartWith("must be at least 32 characters");
+    expect(envSchema.safeParse({ ADMIN_TOKEN: "x".repeat(32) }).success).toBe(true);
+  });
+
+  test("TRUST_PROXY takes true/false or a number of proxies", () => {
+    const hops = (v: string) => {
+      const parsed = envSchema.safeParse({ TRUST_PROXY: v });
+      return parsed.success ? parsed.data.TRUST_PROXY : "invalid";
+    };
+    expect([hops("false"), hops("true"), hops("2"), hops("maybe"), hops("11")]).toEqual([0, 1, 2, "invalid", "invalid"]);
+  });
+
+  test("a group with a retention ceiling keeps an upload without expired_at exactly that long", async () => {
+    const ctx = await createTestContext();
+    try {
+      const alice = await ctx.createUser();
+      await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { retention_max_seconds: 3600 });
+      const png = await makeImage("png", 20, 20);
+      const res = await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" });
+      const body = expectStatus(res, 200);
+      const expected = new Date(Date.parse(body.data.created_at.replace(" ", "T")) + 3600_000);
+      expect(Date.parse(body.data.expired_at.replace(" ", "T"))).toBe(expected.getTime());
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  test("a storage failure answers 500 with a request_id that the failure's log line carries too", async () => {
+    const ctx = await createTestContext();
+    try {
+      const alice = await ctx.createUser();
+      await ctx.admin("PATCH", "/api/admin/strategies/1", { config: { root: "/proc/forbidden-root" } });
+      const png = await makeImage("png", 20, 20);
+      const { result, logged } = await quietly(() => ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }));
+      const body = expectStatus(result, 500);
+      expect(body).toEqual({ status: false, message: "The storage service failed; nothing was stored.", data: null, request_id: expect.any(String) });
+      expect(logged.map((l) => l.map(String).join(" ")).some((line) => line.includes(body.request_id))).toBe(true);
+    } finally {
+      await ctx.close();
+    }
+  });
+});
