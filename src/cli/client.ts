@@ -1,0 +1,112 @@
+/**
+ * The admin API client: openapi-fetch over the committed spec's types, so a request or response
+ * that drifts from openapi/schema.d.ts fails the type check. It talks to a running server at
+ * BASE_URL with ADMIN_TOKEN and never opens the database.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import createClient, { type Client, type Middleware } from "openapi-fetch";
+import type { paths } from "../../openapi/schema";
+import { CliError } from "./errors.ts";
+
+export type Env = Record<string, string | undefined>;
+export type AdminApi = Client<paths>;
+
+function resolveBaseUrl(env: Env): string {
+  const raw = env.BASE_URL || `http://localhost:${env.PORT || 3000}`;
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error();
+  } catch {
+    throw new CliError(`BASE_URL is not an http(s) URL: '${raw}'`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+function resolveAdminToken(env: Env): string {
+  if (env.ADMIN_TOKEN) return env.ADMIN_TOKEN;
+  const file = resolve(join(env.DATA_DIR || "./data", "admin-token"));
+  const token = existsSync(file) ? readFileSync(file, "utf8").trim() : "";
+  if (!token) {
+    throw new CliError(`no admin token: ADMIN_TOKEN is not set and ${file} does not exist or is empty`, [
+      "Set ADMIN_TOKEN to the server's admin token, or DATA_DIR to the server's data directory",
+      "(the server writes DATA_DIR/admin-token at its first start when ADMIN_TOKEN is unset).",
+    ]);
+  }
+  return token;
+}
+
+export function connect(env: Env): AdminApi {
+  const baseUrl = resolveBaseUrl(env);
+  const token = resolveAdminToken(env);
+  const api = createClient<paths>({ baseUrl, headers: { authorization: `Bearer ${token}`, accept: "application/json" } });
+  api.use(onlyTheApi(baseUrl));
+  return api;
+}
+
+/**
+ * Turns what is not an answer of the API (no server, or a body that is not the JSON envelope)
+ * into a CliError, before openapi-fetch tries to read the body as the spec's types.
+ */
+function onlyTheApi(baseUrl: string): Middleware {
+  return {
+    onError({ error }) {
+      return new CliError(`cannot reach the server at BASE_URL=${baseUrl} (${error instanceof Error ? error.message : String(error)})`, [
+        "Is the server running (bun run server)? Set BASE_URL to its address if it is not the default.",
+      ]);
+    },
+    async onResponse({ request, response }) {
+      if (!isEnvelope(await response.clone().text())) {
+        throw new CliError(`unexpected HTTP ${response.status} answer from ${request.method} ${request.url} (not the JSON API envelope)`, [
+          `Check that BASE_URL=${baseUrl} points at the image host.`,
+        ]);
+      }
+    },
+  };
+}
+
+function isEnvelope(text: string): boolean {
+  try {
+    const body: unknown = JSON.parse(text);
+    return typeof body === "object" && body !== null && "status" in body && typeof body.status === "boolean";
+  } catch {
+    return false;
+  }
+}
+
+/** The contract's envelope, less its `data`; `errors` (field → messages) comes with validation failures. */
+interface EnvelopeHead {
+  status: boolean;
+  message?: string;
+  errors?: Record<string, string[]>;
+}
+
+/** What openapi-fetch resolves to: the success body in `data`, an error status's body in `error`. */
+interface ApiResult<SuccessBody> {
+  data?: EnvelopeHead & SuccessBody;
+  error?: EnvelopeHead;
+  response: Response;
+}
+
+/** The `data` of a successful answer; a failure becomes a CliError. */
+export async function payload<T>(request: Promise<ApiResult<{ data: T }>>): Promise<T> {
+  const { data, error, response } = await request;
+  if (response.ok && data?.status === true) return data.data;
+  throw failure(response, error ?? data);
+}
+
+/** Awaits an operation whose `data` is null (the generated types leave null-typed fields out, so there is nothing to return). */
+export async function succeeded(request: Promise<ApiResult<object>>): Promise<void> {
+  const { data, error, response } = await request;
+  if (!(response.ok && data?.status === true)) throw failure(response, error ?? data);
+}
+
+/**
+ * The server's message, a line per field error, and a hint on 401. `envelope` is the error body, or the
+ * success-status body of a 2xx answer whose envelope says `status: false`.
+ */
+function failure(response: Response, envelope: EnvelopeHead | undefined): CliError {
+  const details = Object.entries(envelope?.errors ?? {}).flatMap(([field, messages]) => [messages].flat().map((m) => `  ${field}: ${m}`));
+  if (response.status === 401) details.push("Check ADMIN_TOKEN (or DATA_DIR/admin-token): it must match the server's.");
+  return new CliError(envelope?.message || `HTTP ${response.status}`, details);
+}

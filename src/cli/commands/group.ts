@@ -1,0 +1,78 @@
+import type { components } from "../../../openapi/schema";
+import { payload } from "../client.ts";
+import { command, readCommand, type CommandGroup } from "../command.ts";
+import { cell } from "../output.ts";
+import { fieldCommands, type FieldType } from "./fields.ts";
+
+type GroupInput = components["schemas"]["GroupInput"];
+type CreateGroupInput = components["schemas"]["CreateGroupInput"];
+type Group = components["schemas"]["Group"];
+
+const GROUP_FIELDS = {
+  name: "string",
+  enabled: "bool",
+  allow_api: "bool",
+  is_default: "bool",
+  max_file_size_kb: "int",
+  allowed_extensions: "string_list",
+  max_pixels: "int",
+  uploads_per_minute: "nullable_int",
+  uploads_per_hour: "nullable_int",
+  uploads_per_day: "nullable_int",
+  uploads_per_week: "nullable_int",
+  uploads_per_month: "nullable_int",
+  concurrent_uploads: "nullable_int",
+  retention_max_seconds: "nullable_int",
+  default_capacity_kb: "int",
+  review_provider: "string",
+  review_webhook_url: "nullable_string",
+  review_timeout_ms: "int",
+  review_fail_open: "bool",
+  strategy_ids: "int_list",
+} satisfies Record<keyof GroupInput, FieldType>;
+
+export const groupCommands: CommandGroup = {
+  title: "Groups:",
+  commands: {
+    list: readCommand(
+      "List user groups",
+      (api) => payload(api.GET("/api/admin/groups")),
+      (out, { groups }) =>
+        out.table(
+          ["ID", "NAME", "FLAGS", "MAX_FILE_KB", "CAPACITY_KB", "UPLOADS m/h/d/w/mo", "CONCURRENT", "REVIEW", "STRATEGIES"],
+          groups.map((g) => [
+            cell(g.id),
+            g.name,
+            [g.enabled ? "enabled" : "disabled", g.is_default && "default", g.is_guest && "guest", g.allow_api ? "api" : "no-api"]
+              .filter(Boolean)
+              .join(","),
+            cell(g.max_file_size_kb),
+            cell(g.default_capacity_kb),
+            [g.uploads_per_minute, g.uploads_per_hour, g.uploads_per_day, g.uploads_per_week, g.uploads_per_month].map(cell).join("/"),
+            cell(g.concurrent_uploads),
+            g.review_provider,
+            g.strategy_ids.length ? g.strategy_ids.join(",") : "-",
+          ]),
+        ),
+    ),
+    ...fieldCommands<GroupInput, CreateGroupInput, Group>({
+      noun: "group",
+      fields: GROUP_FIELDS,
+      create: { usage: "<name> [--field value ...]", summary: "Create a group" },
+      set: {
+        usage: "<id> --field value ...",
+        summary: "Change a group",
+        notes: [
+          "    fields: --enabled, --allow-api, --is-default, --review-fail-open (true|false);",
+          "            --max-file-size-kb, --max-pixels, --default-capacity-kb, --review-timeout-ms (integer);",
+          "            --uploads-per-minute|-hour|-day|-week|-month, --concurrent-uploads,",
+          "            --retention-max-seconds (integer or null); --review-provider none|webhook;",
+          "            --review-webhook-url <url|null>; --allowed-extensions jpg,png,...; --strategy-ids 2,1;",
+          "            --name <name>",
+        ],
+      },
+      post: (api, body) => payload(api.POST("/api/admin/groups", { body })),
+      patch: (api, id, body) => payload(api.PATCH("/api/admin/groups/{id}", { params: { path: { id } }, body })),
+    }),
+  },
+};

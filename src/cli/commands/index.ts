@@ -1,0 +1,17 @@
+/** Every command, by its two words (`user create`), in the order the help lists them. */
+import type { CommandGroup } from "../command.ts";
+import { albumCommands } from "./album.ts";
+import { groupCommands } from "./group.ts";
+import { settingsCommands } from "./settings.ts";
+import { strategyCommands } from "./strategy.ts";
+import { tokenCommands } from "./token.ts";
+import { userCommands } from "./user.ts";
+
+export const commandGroups: Record<string, CommandGroup> = {
+  user: userCommands,
+  token: tokenCommands,
+  settings: settingsCommands,
+  group: groupCommands,
+  strategy: strategyCommands,
+  album: albumCommands,
+};

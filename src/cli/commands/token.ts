@@ -1,0 +1,34 @@
+import { payload, succeeded } from "../client.ts";
+import { command, type CommandGroup } from "../command.ts";
+import { parseId } from "../values.ts";
+import { resolveUser } from "./user.ts";
+
+export const tokenCommands: CommandGroup = {
+  title: "Tokens:",
+  commands: {
+    create: command({
+      usage: "<user>",
+      summary: "Create a permanent API token (printed alone on the last line)",
+      args: ["user"],
+      async run({ args, api, out }) {
+        const { id, label } = await resolveUser(api(), args.user);
+        const token = await payload(api().POST("/api/admin/users/{id}/tokens", { params: { path: { id } } }));
+        out.result(token, () => {
+          out.line(`Created token ${token.id} for ${label}; it is shown only once (revoke with: token revoke ${token.id}):`);
+          out.line(token.token);
+        });
+      },
+    }),
+    revoke: command({
+      usage: "<token-id>",
+      summary: "Revoke a token",
+      args: ["token"],
+      async run({ args, api, out }) {
+        // The full `id|raw` value is accepted too: its id is the part before the bar.
+        const id = parseId(args.token.split("|")[0]!, "token id");
+        await succeeded(api().DELETE("/api/admin/tokens/{id}", { params: { path: { id } } }));
+        out.result(null, () => out.line(`Revoked token ${id}.`));
+      },
+    }),
+  },
+};

@@ -1,0 +1,132 @@
+import type { components } from "../../../openapi/schema";
+import { payload, type AdminApi } from "../client.ts";
+import { command, readCommand, requireOption, type CommandGroup } from "../command.ts";
+import { CliError, usageError } from "../errors.ts";
+import { cell, type Output } from "../output.ts";
+import { parseCapacity, parseId } from "../values.ts";
+
+type AdminUser = components["schemas"]["AdminUser"];
+type CreateUserInput = components["schemas"]["CreateUserInput"];
+type UpdateUserInput = components["schemas"]["UpdateUserInput"];
+
+/** `<user>` is a username or a numeric id. */
+const isId = (ref: string) => /^\d+$/.test(ref);
+
+async function findUserByName(api: AdminApi, username: string): Promise<AdminUser> {
+  const { users } = await payload(api.GET("/api/admin/users", { params: { query: { username } } }));
+  const user = users.find((u) => u.username === username) ?? users[0];
+  if (!user) throw new CliError(`unknown user '${username}'`);
+  return user;
+}
+
+async function getUser(api: AdminApi, ref: string): Promise<AdminUser> {
+  if (isId(ref)) return payload(api.GET("/api/admin/users/{id}", { params: { path: { id: parseId(ref, "user id") } } }));
+  return findUserByName(api, ref);
+}
+
+/** The id of `<user>` (a username is looked up) and how messages name it. */
+export async function resolveUser(api: AdminApi, ref: string): Promise<{ id: number; label: string }> {
+  if (isId(ref)) return { id: parseId(ref, "user id"), label: `user ${ref}` };
+  const user = await findUserByName(api, ref);
+  return { id: user.id, label: `${user.username} (id ${user.id})` };
+}
+
+function showUser(out: Output, u: AdminUser) {
+  out.keyValues({ ...u, capacity_kb: u.capacity_kb === null ? "default (the group's)" : u.capacity_kb });
+}
+
+const ifGiven = <T>(value: string | undefined, parse: (value: string) => T) => (value === undefined ? undefined : parse(value));
+
+const parseGroup = (value: string) => parseId(value, "--group");
+
+const setEnabled = (enabled: boolean) =>
+  command({
+    usage: "<user>",
+    summary: enabled ? "Enable a user's account" : "Disable a user's account (its API calls get 403)",
+    args: ["user"],
+    async run({ args, api, out }) {
+      const { id } = await resolveUser(api(), args.user);
+      const user = await payload(api().PATCH("/api/admin/users/{id}", { params: { path: { id } }, body: { enabled } }));
+      out.result(user, () => out.line(`User ${user.username} (id ${user.id}) ${enabled ? "enabled" : "disabled"}.`));
+    },
+  });
+
+export const userCommands: CommandGroup = {
+  title: "Users (<user> is a username or a numeric id):",
+  commands: {
+    create: command({
+      usage: "<username> --email <e> [--name <n>] [--password <p>] [--group <id>] [--capacity <kb>]",
+      summary: "Create a user",
+      args: ["username"],
+      options: ["email", "name", "password", "group", "capacity"],
+      async run(inv) {
+        const { args, options, api, out } = inv;
+        const email = requireOption(inv, "email", "<e>");
+        const body: CreateUserInput = {
+          username: args.username,
+          email,
+          name: options.name,
+          password: options.password,
+          group_id: ifGiven(options.group, parseGroup),
+          capacity_kb: ifGiven(options.capacity, parseCapacity),
+        };
+        const user = await payload(api().POST("/api/admin/users", { body }));
+        out.result(user, () => {
+          out.line(`Created user ${user.username} (id ${user.id}).`);
+          showUser(out, user);
+        });
+      },
+    }),
+    show: command({
+      usage: "<user>",
+      summary: "Show one user",
+      args: ["user"],
+      async run({ args, api, out }) {
+        const user = await getUser(api(), args.user);
+        out.result(user, () => showUser(out, user));
+      },
+    }),
+    list: readCommand(
+      "List all users",
+      (api) => payload(api.GET("/api/admin/users")),
+      (out, { users }) =>
+        out.table(
+          ["ID", "USERNAME", "NAME", "EMAIL", "GROUP", "ENABLED", "CAPACITY_KB", "USED_KB", "IMAGES", "ALBUMS"],
+          users.map((u) => [
+            cell(u.id),
+            u.username,
+            u.name,
+            u.email,
+            cell(u.group_id),
+            u.enabled ? "yes" : "no",
+            u.capacity_kb === null ? "default" : cell(u.capacity_kb),
+            cell(u.used_kb),
+            cell(u.image_num),
+            cell(u.album_num),
+          ]),
+        ),
+    ),
+    enable: setEnabled(true),
+    disable: setEnabled(false),
+    set: command({
+      usage: "<user> [--group <id>] [--capacity <kb|default>] [--name <n>]",
+      summary: "Change a user's group, capacity or display name",
+      args: ["user"],
+      options: ["group", "capacity", "name"],
+      async run({ name, args, options, api, out }) {
+        const body: UpdateUserInput = {
+          group_id: ifGiven(options.group, parseGroup),
+          capacity_kb: ifGiven(options.capacity, parseCapacity),
+          name: options.name,
+        };
+        if (Object.keys(options).length === 0) throw usageError(`${name} needs at least one of --group, --capacity, --name`);
+        const { id } = await resolveUser(api(), args.user);
+        const user = await payload(api().PATCH("/api/admin/users/{id}", { params: { path: { id } }, body }));
+        out.result(user, () => {
+          out.line(`Updated user ${user.username} (id ${user.id}).`);
+          showUser(out, user);
+        });
+      },
+    }),
+  },
+};
