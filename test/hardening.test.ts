@@ -3,9 +3,14 @@
  * Bodies are streams that count what the server pulls from them, so "read nothing" is measured, not assumed.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { desc } from "drizzle-orm";
+import sharp from "sharp";
 import { images } from "../src/db/schema.ts";
 import { envSchema } from "../src/env.ts";
+import { jpegScanCount, MAX_JPEG_SCANS } from "../src/images/inspect.ts";
+import { FairWorkQueue } from "../src/images/work-queue.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
@@ -256,5 +261,90 @@ describe("configuration and failures", () => {
     } finally {
       await ctx.close();
     }
+  });
+});
+
+describe("images that cost more than they show", () => {
+  let ctx: TestContext;
+  let alice: TestUser;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    alice = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  test("a JPEG with more scans than the decode budget allows is refused before decoding; nothing stored or charged", async () => {
+    const progressive = Buffer.from(await sharp({ create: { width: 600, height: 400, channels: 3, background: "#468" } }).jpeg({ progressive: true }).toBuffer());
+    expect(jpegScanCount(progressive)).toBe(10);
+    // repeat its first scan: a decoder would have to run every one of them
+    const sos = progressive.indexOf(Buffer.from([0xff, 0xda]));
+    const nextMarker = progressive.indexOf(Buffer.from([0xff, 0xda]), sos + 2);
+    const many = Buffer.concat([progressive.subarray(0, nextMarker), ...Array(40).fill(progressive.subarray(sos, nextMarker)), progressive.subarray(nextMarker)]);
+    expect(jpegScanCount(many)).toBe(50);
+    const res = await ctx.upload(alice.token, { bytes: many, filename: "scans.jpg", contentType: "image/jpeg" });
+    expect(expectStatus(res, 400).message).toBe(`The JPEG has 50 scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
+    const profile = expectStatus(await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) }), 200);
+    expect([profile.data.image_num, profile.data.size]).toEqual([0, 0]);
+  });
+
+  test("the image work queue takes turns between subjects and bounds what waits", async () => {
+    const queue = new FairWorkQueue({ concurrency: 1, waitingPerSubject: 3, waiting: 10 });
+    const order: string[] = [];
+    const job = (name: string) => async () => {
+      order.push(name);
+      await Bun.sleep(5);
+    };
+    const runs = [queue.run("abuser", job("a1")), queue.run("abuser", job("a2")), queue.run("abuser", job("a3")), queue.run("abuser", job("a4"))];
+    await expect(queue.run("abuser", job("a5"))).rejects.toThrow("Too many of your images are waiting to be processed: at most 3.");
+    runs.push(queue.run("other", job("b1")));
+    await Promise.all(runs);
+    // subjects take turns: the other caller waits for the running job and one turn of the abuser's, not for all of them
+    expect(order).toEqual(["a1", "a2", "b1", "a3", "a4"]);
+  });
+});
+
+describe("names and disconnects", () => {
+  let ctx: TestContext;
+  let alice: TestUser;
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    alice = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  test("a long name keeps its extension; invisible and bidirectional characters leave origin_name and the snippets", async () => {
+    const png = await makeImage("png", 20, 20);
+    const long = expectStatus(await ctx.upload(alice.token, { bytes: png, filename: `${"n".repeat(400)}.png`, contentType: "image/png" }), 200);
+    expect(long.data.origin_name).toBe(`${"n".repeat(251)}.png`);
+    const sneaky = expectStatus(await ctx.upload(alice.token, { bytes: png, filename: "inv\u202Egnp.oice\u200B\u0007.png", contentType: "image/png" }), 200);
+    expect(sneaky.data.origin_name).toBe("invgnp.oice.png");
+    expect(sneaky.data.html).toBe(`<img src="${sneaky.data.url}" alt="invgnp.oice.png">`);
+    expect(sneaky.data.markdown).toBe(`![invgnp.oice.png](${sneaky.data.url})`);
+  });
+
+  test("a client that goes away mid-body: a plain 400, nothing logged, nothing stored", async () => {
+    let sent = 0;
+    const boundary = "----gone";
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ === 0) {
+          controller.enqueue(new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${"x".repeat(5000)}`));
+        } else controller.error(new DOMException("The connection was closed.", "AbortError"));
+      },
+    });
+    const { result, logged } = await quietly(() =>
+      ctx.request("/api/v1/upload", {
+        method: "POST",
+        headers: { ...ctx.bearer(alice.token), "content-type": `multipart/form-data; boundary=${boundary}` },
+        body,
+        // @ts-expect-error Bun and the fetch standard need it for a streamed request body
+        duplex: "half",
+      }),
+    );
+    expect((await expectStatus(result, 400)).message).toBe("The request body ended early: the connection was closed.");
+    expect(logged).toEqual([]);
+    const profile = expectStatus(await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) }), 200);
+    expect(profile.data.image_num).toBe(2); // the two of the test before
+    expect(readdirSync(join(ctx.dataDir, "uploads"), { recursive: true }).filter((f) => String(f).includes(".part"))).toEqual([]);
   });
 });

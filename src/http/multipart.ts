@@ -95,7 +95,8 @@ export async function readStagedMultipart(request: Request, read: StagedRead): P
     return parseMultipart(body, read.boundary);
   } catch (e) {
     await reader.cancel().catch(() => {});
-    throw e;
+    // anything but our own refusals is the stream failing: the client went away mid-body, not a server error
+    throw e instanceof AppError ? e : badRequest("The request body ended early: the connection was closed.");
   }
 }
 

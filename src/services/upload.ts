@@ -5,7 +5,8 @@ import { listUsableStrategies, type Strategy } from "../db/repositories/strategi
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
-import { decodeAndThumbnail, type Inspection, inspectImage } from "../images/inspect.ts";
+import { DECODE_TIMEOUT_SECONDS, decodeAndThumbnail, type Inspection, inspectImage, MAX_JPEG_SCANS, THUMBNAIL_BOX } from "../images/inspect.ts";
+import { imageWork } from "../images/work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, recordUpload } from "./limits.ts";
@@ -51,6 +52,20 @@ const kb = (bytes: number) => Math.round((bytes / 1024) * 100) / 100;
 /** Who the frequency and concurrency limits count against: the account, or the guest's address. */
 export const subjectOf = (caller: Caller, ip: string) => (caller.kind === "user" ? `user:${caller.user.id}` : `ip:${ip}`);
 
+/** Line breaks and tabs become spaces; other controls, bidirectional overrides and isolates, zero-width characters: invisible, and able to disguise a name. */
+const invisible = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+const MAX_NAME = 255;
+
+/** The name shown as `origin_name` and in snippets: the last path segment, without invisible characters, at most 255 characters with its extension kept. */
+export function cleanFileName(filename: string): string {
+  const name = (filename.split(/[\\/]/).pop() ?? "").replace(/[\t\r\n]/g, " ").replace(invisible, "").trim();
+  const chars = [...name];
+  if (chars.length <= MAX_NAME) return name || "image";
+  const extension = extensionOf(name);
+  const suffix = extension && extension.length < 16 ? `.${extension}` : "";
+  return chars.slice(0, MAX_NAME - suffix.length).join("") + suffix;
+}
+
 export function extensionOf(filename: string): string {
   const base = filename.split(/[\\/]/).pop() ?? "";
   const dot = base.lastIndexOf(".");
@@ -70,6 +85,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
 
   const upload = checkFormat(group, input.file);
   const inspection = await checkMime(group, upload);
+  checkDecodeCost(inspection);
   checkSize(group, upload);
   checkCapacity(caller, upload);
   const subject = subjectOf(caller, input.ip);
@@ -85,7 +101,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
       originName: upload.originName,
       uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
     });
-    const objects = await prepareObjects(upload, inspection, group, now);
+    const objects = await prepareObjects(upload, inspection, group, now, subject);
     return await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
   } finally {
     await release();
@@ -94,7 +110,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
 
 /** Allowed formats: the file name has an extension the group accepts. */
 function checkFormat(group: Group, file: UploadInput["file"]): Upload {
-  const originName = (file.filename.split(/[\\/]/).pop() ?? "").slice(0, 255) || "image";
+  const originName = cleanFileName(file.filename);
   const extension = extensionOf(originName);
   if (!extension) throw badRequest("The file name has no extension.");
   if (!isSupportedExtension(extension) || !group.allowedExtensions.includes(extension)) {
@@ -117,6 +133,13 @@ async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
     throw badRequest(`The image has ${inspection.width}×${inspection.height} pixels; the limit is ${group.maxPixels} pixels.`);
   }
   return inspection;
+}
+
+/** Part of the format check: an image whose decoding would cost far more than its pixels suggest is refused unread. */
+function checkDecodeCost(inspection: Inspection) {
+  if (inspection.scans > MAX_JPEG_SCANS) {
+    throw badRequest(`The JPEG has ${inspection.scans} scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
+  }
 }
 
 const notAValidImage = (upload: Upload) => badRequest(`The file content is not a valid ${upload.extension.toUpperCase()} image.`);
@@ -199,11 +222,19 @@ interface Objects {
   sha1: string;
 }
 
-/** One decode (proves the image whole, yields the thumbnail) and the hashes, from the same buffer. */
-async function prepareObjects(upload: Upload, inspection: Inspection, group: Group, now: Date): Promise<Objects> {
-  const thumbnail = await decodeAndThumbnail(upload.bytes, inspection, group.maxPixels).catch(() => {
-    throw notAValidImage(upload);
-  });
+/**
+ * One decode (proves the image whole, yields the thumbnail) and the hashes, from the same buffer. Decoding an
+ * image larger than the thumbnail box waits its turn in the fair queue, so one caller's images cannot starve
+ * another's; an image that is its own thumbnail is cheap and goes straight through.
+ */
+async function prepareObjects(upload: Upload, inspection: Inspection, group: Group, now: Date, subject: string): Promise<Objects> {
+  const decode = () =>
+    decodeAndThumbnail(upload.bytes, inspection, group.maxPixels).catch((e: Error) => {
+      if (/timeout/i.test(e.message)) throw badRequest(`The image takes more than ${DECODE_TIMEOUT_SECONDS} seconds to decode.`);
+      throw notAValidImage(upload);
+    });
+  const cheap = inspection.width <= THUMBNAIL_BOX && inspection.height <= THUMBNAIL_BOX;
+  const thumbnail = cheap ? await decode() : await imageWork.run(subject, decode);
   const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
   const stem = randomToken(15); // 120 bits
   const name = `${stem}.${upload.extension}`;

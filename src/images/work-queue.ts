@@ -1,0 +1,78 @@
+import { availableParallelism } from "node:os";
+import { AppError } from "../errors.ts";
+
+export interface WorkQueueLimits {
+  /** Jobs running at once: the cores this process may spend on decoding. */
+  concurrency: number;
+  /** Jobs one subject (an account, or a guest's address) may have waiting. */
+  waitingPerSubject: number;
+  /** Jobs waiting in all. */
+  waiting: number;
+}
+
+interface Waiter {
+  start: () => void;
+}
+
+/**
+ * A bounded queue for CPU-heavy image work, fair between subjects: when a slot frees, the next job is taken
+ * from the subject that has waited longest in turn (round robin), so one caller sending many slow images
+ * delays another caller's image by at most the jobs already running. Beyond its bounds a job is refused (429).
+ */
+export class FairWorkQueue {
+  private running = 0;
+  private waitingCount = 0;
+  /** Waiting jobs by subject; the map's order is the round-robin order. */
+  private readonly bySubject = new Map<string, Waiter[]>();
+
+  constructor(private readonly limits: WorkQueueLimits) {}
+
+  async run<T>(subject: string, job: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limits.concurrency) await this.wait(subject);
+    else this.running++;
+    try {
+      return await job();
+    } finally {
+      this.next();
+    }
+  }
+
+  private wait(subject: string): Promise<void> {
+    const queue = this.bySubject.get(subject) ?? [];
+    if (queue.length >= this.limits.waitingPerSubject) {
+      throw busy(`Too many of your images are waiting to be processed: at most ${this.limits.waitingPerSubject}.`);
+    }
+    if (this.waitingCount >= this.limits.waiting) throw busy("The server is busy processing images: retry in a few seconds.");
+    return new Promise((start) => {
+      queue.push({ start });
+      this.bySubject.set(subject, queue);
+      this.waitingCount++;
+    });
+  }
+
+  /** Hands the freed slot to the first subject in turn, which then goes to the back of the line. */
+  private next() {
+    const entry = this.bySubject.entries().next();
+    if (entry.done) {
+      this.running--;
+      return;
+    }
+    const [subject, queue] = entry.value;
+    const waiter = queue.shift()!;
+    this.bySubject.delete(subject);
+    if (queue.length > 0) this.bySubject.set(subject, queue);
+    this.waitingCount--;
+    waiter.start();
+  }
+}
+
+const busy = (message: string) => new AppError("too_many_requests", message, undefined, { "retry-after": "2" });
+
+export const defaultWorkQueueLimits = (): WorkQueueLimits => ({
+  concurrency: Math.max(1, availableParallelism()),
+  waitingPerSubject: 8,
+  waiting: 256,
+});
+
+/** The process's image work: the cores are the process's, so is the queue. */
+export const imageWork = new FairWorkQueue(defaultWorkQueueLimits());
