@@ -51,6 +51,11 @@ function streamingUpload(options: { fields?: Record<string, string>; fileBytes: 
   return { body, contentType: `multipart/form-data; boundary=${boundary}`, total, counter };
 }
 
+async function contextWithUser(config: Parameters<typeof createTestContext>[0] = {}) {
+  const ctx = await createTestContext(config);
+  return { ctx, alice: await ctx.createUser() };
+}
+
 function postUpload(ctx: TestContext, upload: ReturnType<typeof streamingUpload>, headers: Record<string, string> = {}) {
   return ctx.request("/api/v1/upload", {
     method: "POST",
@@ -62,12 +67,8 @@ function postUpload(ctx: TestContext, upload: ReturnType<typeof streamingUpload>
 }
 
 describe("no body is read before the sender is known", () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  beforeAll(async () => {
-    ctx = await createTestContext();
-    alice = await ctx.createUser();
-  });
+  let ctx: TestContext, alice: TestUser;
+  beforeAll(async () => ({ ctx, alice } = await contextWithUser()));
   afterAll(() => ctx.close());
 
   test("without a credential and guest upload off: 401 once the file part begins, having read at most the small fields", async () => {
@@ -126,12 +127,8 @@ describe("no body is read before the sender is known", () => {
 });
 
 describe("upload bodies are bounded per address, in total and in time", () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  beforeAll(async () => {
-    ctx = await createTestContext({ uploadBodies: { perAddress: 2, total: 3 }, uploadReadTimeoutSeconds: 1 });
-    alice = await ctx.createUser();
-  });
+  let ctx: TestContext, alice: TestUser;
+  beforeAll(async () => ({ ctx, alice } = await contextWithUser({ uploadBodies: { perAddress: 2, total: 3 }, uploadReadTimeoutSeconds: 1 })));
   afterAll(() => ctx.close());
 
   test("beyond the per-address and total bounds: 429 with Retry-After; a slot frees when its body ends", async () => {
@@ -161,12 +158,8 @@ describe("upload bodies are bounded per address, in total and in time", () => {
 });
 
 describe("failed authentications are throttled per address", () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  beforeAll(async () => {
-    ctx = await createTestContext({ authFailures: { burst: 3, perMinute: 60 } });
-    alice = await ctx.createUser();
-  });
+  let ctx: TestContext, alice: TestUser;
+  beforeAll(async () => ({ ctx, alice } = await contextWithUser({ authFailures: { burst: 3, perMinute: 60 } })));
   afterAll(() => ctx.close());
   const profile = (token: string, address: string) => ctx.request("/api/v1/profile", { headers: { ...ctx.bearer(token), "x-forwarded-for": address } });
 
@@ -198,12 +191,8 @@ describe("failed authentications are throttled per address", () => {
 });
 
 describe("the client address behind proxies", () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  beforeAll(async () => {
-    ctx = await createTestContext({ trustedProxies: 2 });
-    alice = await ctx.createUser();
-  });
+  let ctx: TestContext, alice: TestUser;
+  beforeAll(async () => ({ ctx, alice } = await contextWithUser({ trustedProxies: 2 })));
   afterAll(() => ctx.close());
 
   test("is the X-Forwarded-For entry the trusted proxies appended, never what the client wrote", async () => {
@@ -265,12 +254,8 @@ describe("configuration and failures", () => {
 });
 
 describe("images that cost more than they show", () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  beforeAll(async () => {
-    ctx = await createTestContext();
-    alice = await ctx.createUser();
-  });
+  let ctx: TestContext, alice: TestUser;
+  beforeAll(async () => ({ ctx, alice } = await contextWithUser()));
   afterAll(() => ctx.close());
 
   test("a JPEG with more scans than the decode budget allows is refused before decoding; nothing stored or charged", async () => {
@@ -304,12 +289,8 @@ describe("images that cost more than they show", () => {
 });
 
 describe("names and disconnects", () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  beforeAll(async () => {
-    ctx = await createTestContext();
-    alice = await ctx.createUser();
-  });
+  let ctx: TestContext, alice: TestUser;
+  beforeAll(async () => ({ ctx, alice } = await contextWithUser()));
   afterAll(() => ctx.close());
 
   test("a long name keeps its extension; invisible and bidirectional characters leave origin_name and the snippets", async () => {
