@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import {
+  type AnyPgColumn,
   bigint,
   bigserial,
   boolean,
@@ -121,9 +122,15 @@ export const tokens = pgTable(
     secretHash: text("secret_hash").notNull(),
     expiredAt: timestamp("expired_at", { withTimezone: true, mode: "date" }),
     revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+    // the permanent token that issued a temporary one; a temporary token never outlives its issuer
+    parentTokenId: integer("parent_token_id").references((): AnyPgColumn => tokens.id, { onDelete: "cascade" }),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("tokens_secret_hash_key").on(t.secretHash), index("tokens_user_idx").on(t.userId)],
+  (t) => [
+    uniqueIndex("tokens_secret_hash_key").on(t.secretHash),
+    index("tokens_user_idx").on(t.userId),
+    index("tokens_parent_idx").on(t.parentTokenId).where(sql`${t.parentTokenId} is not null`),
+  ],
 );
 
 export const images = pgTable(

@@ -1,5 +1,6 @@
 import { payload, succeeded } from "../client.ts";
 import { command, type CommandGroup } from "../command.ts";
+import { cell } from "../output.ts";
 import { parseId } from "../values.ts";
 import { resolveUser } from "./user.ts";
 
@@ -19,9 +20,24 @@ export const tokenCommands: CommandGroup = {
         });
       },
     }),
+    list: command({
+      usage: "<user>",
+      summary: "List a user's tokens (never their secrets)",
+      args: ["user"],
+      async run({ args, api, out }) {
+        const { id } = await resolveUser(api(), args.user);
+        const data = await payload(api().GET("/api/admin/users/{id}/tokens", { params: { path: { id } } }));
+        out.result(data, () =>
+          out.table(
+            ["ID", "KIND", "CREATED", "EXPIRES", "REVOKED", "PARENT"],
+            data.tokens.map((t) => [cell(t.id), t.kind, t.created_at, cell(t.expired_at), cell(t.revoked_at), cell(t.parent_token_id)]),
+          ),
+        );
+      },
+    }),
     revoke: command({
       usage: "<token-id>",
-      summary: "Revoke a token",
+      summary: "Revoke a token and the temporary tokens it issued",
       args: ["token"],
       async run({ args, api, out }) {
         // The full `id|raw` value is accepted too: its id is the part before the bar.

@@ -1,4 +1,4 @@
-import { and, eq, isNull, lt } from "drizzle-orm";
+import { and, asc, eq, isNull, lt } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { groups, tokens, users } from "../schema.ts";
 
@@ -19,15 +19,55 @@ export async function insertTokens(db: Executor, rows: (typeof tokens.$inferInse
   return db.insert(tokens).values(rows).returning();
 }
 
-export async function revokeToken(db: Executor, id: number, at: Date): Promise<boolean> {
+/**
+ * Whether the token exists unrevoked, holding it against revocation until the caller's transaction ends:
+ * the foreign key's own lock (FOR KEY SHARE) does not conflict with revocation's UPDATE, FOR SHARE does.
+ */
+export async function lockUnrevokedToken(db: Executor, id: number): Promise<boolean> {
   const rows = await db
-    .update(tokens)
-    .set({ revokedAt: at })
+    .select({ id: tokens.id })
+    .from(tokens)
     .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
-    .returning({ id: tokens.id });
-  if (rows.length > 0) return true;
-  const [exists] = await db.select({ id: tokens.id }).from(tokens).where(eq(tokens.id, id));
-  return exists !== undefined;
+    .for("share");
+  return rows.length > 0;
+}
+
+/**
+ * Revokes a token and the unrevoked temporary tokens it issued, in one transaction; false when no such token.
+ * Two statements, not one: the second reads a snapshot taken after the first has waited out any issuing
+ * transaction holding the token (lockUnrevokedToken), so the tokens that issuing committed are revoked too.
+ */
+export async function revokeToken(db: Executor, id: number, at: Date): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const revoked = await tx
+      .update(tokens)
+      .set({ revokedAt: at })
+      .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
+      .returning({ id: tokens.id });
+    await tx
+      .update(tokens)
+      .set({ revokedAt: at })
+      .where(and(eq(tokens.parentTokenId, id), isNull(tokens.revokedAt)));
+    if (revoked.length > 0) return true;
+    const [exists] = await tx.select({ id: tokens.id }).from(tokens).where(eq(tokens.id, id));
+    return exists !== undefined;
+  });
+}
+
+/** A user's tokens, oldest first, without their secret hashes. */
+export async function listTokensForUser(db: Executor, userId: number) {
+  return db
+    .select({
+      id: tokens.id,
+      kind: tokens.kind,
+      createdAt: tokens.createdAt,
+      expiredAt: tokens.expiredAt,
+      revokedAt: tokens.revokedAt,
+      parentTokenId: tokens.parentTokenId,
+    })
+    .from(tokens)
+    .where(eq(tokens.userId, userId))
+    .orderBy(asc(tokens.id));
 }
 
 /** Drops temporary tokens that expired more than a day ago (kept a little for clearer 401s in logs). */

@@ -1,10 +1,11 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
-import { revokeToken } from "../../db/repositories/tokens.ts";
+import { listTokensForUser, revokeToken } from "../../db/repositories/tokens.ts";
 import { createAlbum, getUser } from "../../db/repositories/users.ts";
 import { notFound } from "../../errors.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
-import { EmptyResponse, envelope } from "../../http/schemas.ts";
+import { dateTime, EmptyResponse, envelope } from "../../http/schemas.ts";
+import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { issuePermanentToken } from "../../services/tokens.ts";
 import { adminRoute, idParam, jsonBody } from "./common.ts";
@@ -15,6 +16,23 @@ const PermanentToken = z
     token: z.string().openapi({ description: "`id|raw`, shown once; the raw part alone also works", example: "1|q8Zf3…" }),
   })
   .openapi("PermanentToken");
+
+const AdminToken = z
+  .object({
+    id: z.number().int().openapi({ example: 7 }),
+    kind: z.enum(["permanent", "temporary"]),
+    created_at: dateTime,
+    expired_at: dateTime.nullable().openapi({ description: "null for a permanent token" }),
+    revoked_at: dateTime.nullable().openapi({ description: "null unless revoked" }),
+    parent_token_id: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "The permanent token that issued this temporary token; revoking it revokes this one too", example: 3 }),
+  })
+  .openapi("AdminToken", { description: "A token's record; its secret is never shown again." });
+
+const formatOptional = (d: Date | null) => (d ? formatDateTime(d) : null);
 
 const Album = z.object({ id: z.number().int(), name: z.string() }).openapi("Album");
 
@@ -30,10 +48,40 @@ export function register(app: OpenAPIHono<AppEnv>) {
       responses: { ...okResponse(envelope(PermanentToken, "PermanentTokenResponse"), "The token"), ...errorResponses(401, 404, 422, 500) },
     }),
     async (c) => {
+      const { db, clock } = c.get("deps");
+      const user = await getUser(db, c.req.valid("param").id);
+      if (!user) throw notFound("User not found.");
+      return respond(c, await issuePermanentToken(db, user.id, clock()));
+    },
+  );
+  app.openapi(
+    adminRoute({
+      method: "get",
+      path: "/api/admin/users/{id}/tokens",
+      operationId: "adminListTokens",
+      summary: "List a user's tokens",
+      description: "The user's permanent and temporary tokens, oldest first, without their secrets.",
+      request: { params: idParam },
+      responses: {
+        ...okResponse(envelope(z.object({ tokens: z.array(AdminToken) }), "AdminTokenListResponse"), "The tokens"),
+        ...errorResponses(401, 404, 422, 500),
+      },
+    }),
+    async (c) => {
       const { db } = c.get("deps");
       const user = await getUser(db, c.req.valid("param").id);
       if (!user) throw notFound("User not found.");
-      return respond(c, await issuePermanentToken(db, user.id));
+      const rows = await listTokensForUser(db, user.id);
+      return respond(c, {
+        tokens: rows.map((t) => ({
+          id: t.id,
+          kind: t.kind,
+          created_at: formatDateTime(t.createdAt),
+          expired_at: formatOptional(t.expiredAt),
+          revoked_at: formatOptional(t.revokedAt),
+          parent_token_id: t.parentTokenId,
+        })),
+      });
     },
   );
   app.openapi(
@@ -42,7 +90,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/tokens/{id}",
       operationId: "adminRevokeToken",
       summary: "Revoke a token (permanent or temporary)",
-      description: "Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking twice is not an error.",
+      description: "Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking a permanent token also revokes the temporary tokens it issued, in the same transaction. Revoking twice is not an error.",
       request: { params: idParam },
       responses: { ...okResponse(EmptyResponse, "Revoked; `data` is null"), ...errorResponses(401, 404, 422, 500) },
     }),

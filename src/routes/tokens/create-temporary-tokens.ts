@@ -30,7 +30,7 @@ export const createTemporaryTokensRoute = createRoute({
   tags: ["Tokens"],
   summary: "Issue temporary upload tokens",
   description:
-    "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. The body may be JSON or a form. Requires a permanent token.",
+    "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.",
   security: [{ bearerAuth: [] }],
   middleware: [requireUser] as const,
   request: {
@@ -52,9 +52,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
   app.openAPIRegistry.register("TemporaryTokenRequest", TemporaryTokenRequest);
   app.openapi(createTemporaryTokensRoute, async (c) => {
     const { num, seconds } = validate(TemporaryTokenRequest, await readFields(c));
-    const caller = c.get("caller");
     const { db, clock } = c.get("deps");
-    const issued = await issueTemporaryTokens(db, caller.user.id, num, seconds, clock());
+    const issued = await issueTemporaryTokens(db, c.get("caller"), num, seconds, clock());
     return respond(c, { tokens: issued.map((t) => ({ token: t.token, expired_at: formatDateTime(t.expiredAt) })) });
   });
 }

@@ -1,0 +1,3 @@
+ALTER TABLE "tokens" ADD COLUMN "parent_token_id" integer;--> statement-breakpoint
+ALTER TABLE "tokens" ADD CONSTRAINT "tokens_parent_token_id_tokens_id_fk" FOREIGN KEY ("parent_token_id") REFERENCES "public"."tokens"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+CREATE INDEX "tokens_parent_idx" ON "tokens" USING btree ("parent_token_id") WHERE "tokens"."parent_token_id" is not null;
