@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Upload an image
-         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored.
+         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).
          */
         post: operations["uploadImage"];
         delete?: never;
@@ -111,7 +111,7 @@ export interface paths {
         put?: never;
         /**
          * Issue temporary upload tokens
-         * @description Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. The body may be JSON or a form. Requires a permanent token.
+         * @description Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.
          */
         post: operations["createTemporaryTokens"];
         delete?: never;
@@ -287,7 +287,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a user's tokens
+         * @description The user's permanent and temporary tokens, oldest first, without their secrets.
+         */
+        get: operations["adminListTokens"];
         put?: never;
         /**
          * Create a permanent API token for a user
@@ -312,7 +316,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a token (permanent or temporary)
-         * @description Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking twice is not an error.
+         * @description Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking a permanent token also revokes the temporary tokens it issued, in the same transaction. Revoking twice is not an error.
          */
         delete: operations["adminRevokeToken"];
         options?: never;
@@ -334,6 +338,26 @@ export interface paths {
          * @description Creates an album owned by the user; uploads may then name it in `album_id`.
          */
         post: operations["adminCreateAlbum"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/storage/reconcile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reconcile stored objects with the image records
+         * @description Lists every storage location and compares its objects with the image records. Objects no record names and temporary files of abandoned writes are removed once older than the grace period (an upload stores its objects before its record commits); records whose object is missing are reported, never deleted. The server also runs this at start and every RECONCILE_INTERVAL_SECONDS. `dry_run` (query or body; either one true) reports without removing.
+         */
+        post: operations["adminReconcileStorage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -381,7 +405,7 @@ export interface components {
              * @example 2026-12-31T23:59:59Z
              */
             expired_at?: string;
-            /** @description A temporary upload token, for clients that cannot set headers */
+            /** @description A temporary upload token, for clients that cannot set headers. It must come before the `file` part: without a header credential, the server reads only the small fields before the file (at most 64 KB) to learn who sends it, and answers 401 when the file begins and no credential is known (unless guest upload is on). */
             token?: string;
         };
         TemporaryTokenRequest: {
@@ -883,6 +907,43 @@ export interface components {
             token: string;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
+        AdminTokenListResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                tokens: components["schemas"]["AdminToken"][];
+            };
+        };
+        /** @description A token's record; its secret is never shown again. */
+        AdminToken: {
+            /** @example 7 */
+            id: number;
+            /** @enum {string} */
+            kind: "permanent" | "temporary";
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
+            /**
+             * @description null for a permanent token
+             * @example 2026-11-22 10:30:00
+             */
+            expired_at: string | null;
+            /**
+             * @description null unless revoked
+             * @example 2026-11-22 10:30:00
+             */
+            revoked_at: string | null;
+            /**
+             * @description The permanent token that issued this temporary token; revoking it revokes this one too
+             * @example 3
+             */
+            parent_token_id: number | null;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
         AlbumResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
             status?: true;
@@ -896,6 +957,68 @@ export interface components {
         };
         AlbumInput: {
             name: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        ReconciliationResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["Reconciliation"];
+        };
+        Reconciliation: {
+            dry_run: boolean;
+            /** @description Another reconciliation was running (on this or another instance): nothing was scanned */
+            skipped: boolean;
+            /**
+             * @description Objects younger than this are never removed: an upload stores its objects before its record
+             * @example 3600
+             */
+            grace_seconds: number;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            started_at: string;
+            duration_ms: number;
+            locations: components["schemas"]["LocationReconciliation"][];
+        };
+        LocationReconciliation: {
+            /** @description The strategies stored in this location (several may share one root or bucket) */
+            strategies: components["schemas"]["Strategy"][];
+            /** @enum {string} */
+            driver: "local" | "s3";
+            objects_scanned: number;
+            /** @description Younger than the grace period: not judged yet */
+            recent_objects: number;
+            /** @description Named unlike anything this service writes: never removed */
+            unrecognised_objects: number;
+            /** @description Objects no record names, older than the grace period */
+            orphans_found: number;
+            orphans_removed: number;
+            /**
+             * @description Paths of the orphans found (at most 100 entries; the count beside it is complete)
+             * @example [
+             *       "2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png"
+             *     ]
+             */
+            orphans: string[];
+            /** @description Temporary files of abandoned writes (`*.part`), older than the grace period */
+            parts_found: number;
+            parts_removed: number;
+            /** @description Records whose object or thumbnail is missing (reported, never deleted) */
+            records_missing_object: number;
+            /** @description The image key and the missing path (at most 100 entries; the count beside it is complete) */
+            missing_objects: {
+                key: string;
+                path: string;
+            }[];
+            /** @description Storage failures met on the way (at most 100 entries) */
+            errors: string[];
+        };
+        ReconcileInput: {
+            /** @description Report without removing anything */
+            dry_run?: boolean;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         HealthResponse: components["schemas"]["Envelope"] & {
@@ -1182,6 +1305,22 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "The API is disabled on this site.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body did not arrive within the read deadline */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The request body was not received within 60 seconds.",
                      *       "data": null
                      *     }
                      */
@@ -2992,6 +3131,117 @@ export interface operations {
             };
         };
     };
+    adminListTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminTokenListResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     adminCreateToken: {
         parameters: {
             query?: never;
@@ -3281,6 +3531,137 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminReconcileStorage: {
+        parameters: {
+            query?: {
+                /** @description Report without removing anything */
+                dry_run?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReconcileInput"];
+            };
+        };
+        responses: {
+            /** @description What the run found and did */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReconciliationResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
                      *       "data": null
                      *     }
                      */

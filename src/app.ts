@@ -1,6 +1,4 @@
-import { dirname, join } from "node:path";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { Scalar } from "@scalar/hono-api-reference";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
@@ -24,9 +22,6 @@ export const apiInfo = {
     "Authenticate with `Authorization: Bearer <token>`.",
 };
 
-// the standalone bundle is not in the package exports; it sits beside the main entry
-const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
-
 /**
  * The OpenAPI document of the app's routes. The 3.0 form is zod-openapi's 3.0 output, which still carries some
  * 3.1-isms in its schemas: scripts/openapi.ts (toOpenAPI30) turns it into valid 3.0.3 for openapi/openapi-3.0.json.
@@ -41,7 +36,7 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
   app.openAPIRegistry.registerComponent("securitySchemes", "temporaryToken", {
     type: "http",
     scheme: "bearer",
-    description: "Temporary upload token from POST /images/tokens; valid for POST /upload only",
+    description: "Temporary upload token from POST /images/tokens; valid for POST /upload only, any number of times until it expires or the permanent token that issued it is revoked",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
     type: "http",
@@ -93,16 +88,6 @@ export function createApp(deps: Deps) {
 
   let served: unknown;
   app.get("/api/v1/openapi.json", (c) => c.json((served ??= buildDocument(app, deps.config.baseUrl))));
-  app.get("/docs/scalar.js", () =>
-    new Response(Bun.file(scalarBundle), {
-      headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" },
-    }),
-  );
-  app.get(
-    "/docs",
-    // no CDN and no web fonts: the page works offline and behind closed networks
-    Scalar({ url: "/api/v1/openapi.json", cdn: "/docs/scalar.js", pageTitle: "Image Hosting API", withDefaultFonts: false }),
-  );
   app.get("/", (c) =>
     c.json({
       status: true,

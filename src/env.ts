@@ -23,6 +23,7 @@ export const envSchema = z
       .pipe(z.number().int().min(0, "").max(10, "must be at most 10 proxies"))
       .default(0),
     SWEEP_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+    RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3600),
     UPLOAD_READ_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
     UPLOAD_BODIES_PER_ADDRESS: z.coerce.number().int().min(1).max(10_000).default(4),
     UPLOAD_BODIES_TOTAL: z.coerce.number().int().min(1).max(100_000).default(64),

@@ -1,8 +1,10 @@
 import { mkdirSync } from "node:fs";
 import { createApp } from "./app.ts";
+import { objectServerFor } from "./routes/site/serve-object.ts";
 import { openDatabase, resolveAdminToken } from "./bootstrap.ts";
 import { loadEnv } from "./env.ts";
 import { StorageRegistry } from "./storage/index.ts";
+import { startReconciler } from "./services/reconcile.ts";
 import { startSweeper } from "./services/sweeper.ts";
 
 const env = loadEnv();
@@ -33,10 +35,13 @@ const deps = {
 };
 const app = createApp(deps);
 const sweeper = startSweeper(deps, env.SWEEP_INTERVAL_SECONDS * 1000);
+const reconciler = startReconciler(deps, env.RECONCILE_INTERVAL_SECONDS * 1000);
 
 const server = Bun.serve({
   port: env.PORT,
   hostname: env.HOST,
+  // image requests go straight to the object server (Bun's router, no middleware); everything else to the app
+  routes: { "/i/*": objectServerFor(deps) },
   fetch: app.fetch,
   maxRequestBodySize: 1024 * 1024 * 1024,
   idleTimeout: 60,
@@ -52,6 +57,7 @@ async function shutdown(signal: string) {
   stopping = true;
   console.log(`${signal}: draining in-flight requests…`);
   await sweeper.stop();
+  await reconciler.stop();
   await server.stop(); // waits for in-flight requests
   await database.close();
   console.log("stopped");

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { main } from "../src/cli/index.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
 
@@ -322,5 +322,68 @@ describe("configuration", () => {
       stderr: "pipe",
     });
     expect(await bad.exited).toBe(1);
+  });
+});
+
+describe("storage", () => {
+  test("storage reconcile --dry-run reports an orphan and keeps it; storage reconcile removes it", async () => {
+    const orphan = `2026/01/02/${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}.png`;
+    const file = join(ctx.dataDir, "uploads", orphan);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, "orphan");
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(file, twoHoursAgo, twoHoursAgo);
+
+    const dry = await ok("storage", "reconcile", "--dry-run");
+    expect(dry).toContain("Dry run (nothing removed)");
+    expect(dry).toMatch(/^#1 Local.* \(local\):$/m);
+    expect(dry).toMatch(/^ {2}orphans: 1 found$/m);
+    expect(dry).toContain(`    ${orphan}`);
+    expect(existsSync(file)).toBe(true);
+
+    const report = JSON.parse(await ok("storage", "reconcile", "--json"));
+    expect(report.dry_run).toBe(false);
+    expect(report.locations[0]).toMatchObject({ orphans_found: 1, orphans_removed: 1, orphans: [orphan] });
+    expect(existsSync(file)).toBe(false);
+
+    const wrong = await cli(["storage", "reconcile", "--dry-run=yes"]);
+    expect(wrong.code).toBe(1);
+  });
+});
+
+describe("token list", () => {
+  test("a table of the user's tokens with kinds, dates, revocation and parents; --json holds no secret", async () => {
+    const { id, username } = await createUser();
+    const first = lastLine(await ok("token", "create", username));
+    const second = lastLine(await ok("token", "create", username));
+    const issued = await fetch(`${BASE_URL}/api/v1/images/tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${first}`, "content-type": "application/json" },
+      body: JSON.stringify({ num: 1, seconds: 600 }),
+    });
+    const temporary = ((await issued.json()) as { data: { tokens: { token: string; expired_at: string }[] } }).data.tokens[0]!;
+    const [firstId, secondId] = [first, second].map((t) => t.split("|")[0]!);
+    await ok("token", "revoke", firstId!);
+
+    const rows = (await ok("token", "list", String(id))).split("\n").map((line) => line.split(/ {2,}/));
+    const date = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+    expect(rows[0]).toEqual(["ID", "KIND", "CREATED", "EXPIRES", "REVOKED", "PARENT"]);
+    expect(rows.slice(1).map((r) => [r[0], r[1], r[3], r[5]])).toEqual([
+      [firstId, "permanent", "-", "-"],
+      [secondId, "permanent", "-", "-"],
+      [expect.stringMatching(/^\d+$/), "temporary", temporary.expired_at, firstId],
+    ]);
+    for (const r of rows.slice(1)) expect(r[2]).toMatch(date);
+    // the revoked token and the temporary token it issued, revoked together
+    expect(rows.slice(1).map((r) => r[4])).toEqual([expect.stringMatching(date), "-", rows[1]![4]]);
+
+    const json = await ok("token", "list", username, "--json");
+    expect(JSON.parse(json).tokens.map((t: { kind: string }) => t.kind)).toEqual(["permanent", "permanent", "temporary"]);
+    for (const secret of [first, second, temporary.token]) expect(json).not.toContain(secret.split("|").at(-1)!);
+
+    const unknown = await cli(["token", "list", "nobody_here"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("unknown user 'nobody_here'");
+    expect((await cli(["--help"], {})).stdout).toContain("token list <user>");
   });
 });

@@ -1,6 +1,6 @@
 /**
- * The command line, read with node:util's parseArgs. Every option but --json and --help takes a
- * value (`--flag value` or `--flag=value`), `--` ends the options, and `--max_file_size_kb` is
+ * The command line, read with node:util's parseArgs. Every option but --json, --help and a command's
+ * flags takes a value (`--flag value` or `--flag=value`), `--` ends the options, and `--max_file_size_kb` is
  * accepted for `--max-file-size-kb`. Reading happens in two steps: the command words first, then
  * a strict parse with that command's own options.
  */
@@ -12,6 +12,9 @@ const EVERY_COMMAND: ParseArgsOptionsConfig = { json: { type: "boolean" }, help:
 
 const withValues = (names: Iterable<string>): ParseArgsOptionsConfig =>
   Object.fromEntries([...names].map((name) => [flag(name).slice(2), { type: "string" }]));
+
+const asFlags = (names: Iterable<string>): ParseArgsOptionsConfig =>
+  Object.fromEntries([...names].map((name) => [flag(name).slice(2), { type: "boolean" }]));
 
 /** The same arguments with option names spelled with dashes (values and arguments after `--` untouched). */
 function dashedOptionNames(argv: string[]): string[] {
@@ -46,7 +49,7 @@ export interface CommandArgs {
 /** Reads one command's arguments: its own options only, each once and with a value, and exactly its positionals. */
 export function parseCommandArgs(argv: string[], words: string, cmd: Command): CommandArgs {
   const args = dashedOptionNames(argv);
-  const options = { ...EVERY_COMMAND, ...withValues(cmd.options) };
+  const options = { ...EVERY_COMMAND, ...withValues(cmd.options), ...asFlags(cmd.flags ?? []) };
   let parsed;
   try {
     parsed = parseArgs({ args, options, strict: true, allowPositionals: true, tokens: true });
@@ -56,9 +59,9 @@ export function parseCommandArgs(argv: string[], words: string, cmd: Command): C
 
   const given = new Map<string, string>();
   for (const token of parsed.tokens) {
-    if (token.kind !== "option" || typeof token.value !== "string") continue;
+    if (token.kind !== "option" || Object.hasOwn(EVERY_COMMAND, token.name)) continue;
     if (given.has(token.name)) throw usageError(`option --${token.name} given twice`);
-    given.set(token.name, token.value);
+    given.set(token.name, token.value ?? "true");
   }
 
   const positionals = parsed.positionals.slice(2);

@@ -24,6 +24,8 @@ export interface Command<A extends string = string, O extends string = string> {
   args: readonly A[];
   /** The options that take a value, by snake_case name; --json and --help are every command's. */
   options: readonly O[];
+  /** The options that take no value (`--dry-run`): given, they read as "true" in `options`. */
+  flags?: readonly O[];
   run(invocation: Invocation<A, O>): Promise<void>;
 }
 

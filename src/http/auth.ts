@@ -4,10 +4,12 @@ import { getSettings } from "../db/repositories/settings.ts";
 import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { Deps } from "../deps.ts";
+import { authCacheFor } from "./auth-cache.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
 import type { AppEnv, RequestEnv, UserEnv } from "./types.ts";
+import { INT4_MAX } from "./validation.ts";
 
 export interface AccessRule {
   /** Temporary upload tokens are accepted (POST /upload only). */
@@ -16,7 +18,8 @@ export interface AccessRule {
   guest: boolean;
 }
 
-const bearer = /^Bearer +([^\s]+) *$/i;
+/** RFC 7235: the scheme in any case, one or more spaces, then the credential in visible ASCII (no controls, no unicode). */
+const bearer = /^Bearer +([\x21-\x7e]+) *$/i;
 
 /** The token of an Authorization header: null when absent, 401 when malformed. */
 export function bearerToken(header: string | undefined): string | null {
@@ -39,8 +42,12 @@ function groupGate(group: Group) {
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule & { guest: false }): Promise<UserCaller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
-  // both lookups at once (two pool connections on PostgreSQL); the switch still decides first
-  const [settings, found] = await Promise.all([getSettings(deps.db), token === null ? null : lookupToken(deps, token)]);
+  // both lookups at once, each kept for at most AUTH_CACHE_MS; the switch still decides first
+  const cache = authCacheFor(deps);
+  const [settings, found] = await Promise.all([
+    cache.remember("settings", () => getSettings(deps.db)),
+    token === null ? null : cache.remember(`token:${sha256Hex(token)}`, () => lookupToken(deps, token)),
+  ]);
   if (!settings.apiEnabled) throw forbidden("The API is disabled on this site.");
 
   if (token !== null) {
@@ -58,13 +65,14 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
 
   if (!rule.guest) throw unauthorized("Unauthenticated: send 'Authorization: Bearer <token>'.");
   if (!settings.guestUploadEnabled) throw unauthorized("Guest upload is disabled: send 'Authorization: Bearer <token>'.");
-  const group = await getGuestGroup(deps.db);
-  if (!group) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
-  groupGate(group);
-  if ((await listUsableStrategies(deps.db, group.id)).length === 0) {
-    throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
-  }
-  return { kind: "guest", group };
+  const guest = await cache.remember("guest", async () => {
+    const group = await getGuestGroup(deps.db);
+    return group && { group, usable: (await listUsableStrategies(deps.db, group.id)).length > 0 };
+  });
+  if (!guest) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
+  groupGate(guest.group);
+  if (!guest.usable) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
+  return { kind: "guest", group: guest.group };
 }
 
 /** `id|raw` is looked up by id, the raw token alone by its hash; both compare hashes in constant time. */
@@ -73,9 +81,11 @@ async function lookupToken(deps: Deps, token: string) {
   let raw = token;
   let found;
   if (bar >= 0) {
-    const id = Number(token.slice(0, bar));
+    // decimal digits naming a PostgreSQL integer: "1e3", "0x10", "1.5", " 1" or 99999999999 name no token
+    const digits = token.slice(0, bar);
+    const id = /^\d{1,10}$/.test(digits) ? Number(digits) : 0;
     raw = token.slice(bar + 1);
-    if (!Number.isSafeInteger(id) || id <= 0 || !raw) return null;
+    if (id <= 0 || id > INT4_MAX || !raw) return null;
     found = await findTokenWithOwner(deps.db, { id });
     if (found && found.token.kind !== "permanent") return null;
   } else {

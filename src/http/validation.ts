@@ -19,16 +19,59 @@ export function fieldErrors(error: z.ZodError): FieldErrors {
   return errors;
 }
 
-/** The validation hook of every route: a failed zod check becomes the contract's 422. */
-export const validationHook = (result: { success: boolean; error?: unknown }) => {
+/** Control characters (C0, DEL, C1): PostgreSQL refuses NUL in text, and none belongs in a name, a key or a query. */
+const controlCharacter = /\p{Cc}/u;
+
+/**
+ * The field of the first string in a validated input (a value, or a key of an object) that holds a control
+ * character: its dotted path ("" for the input itself), or null when there is none. Walks arrays and plain
+ * objects without recursion, so a deeply nested free-form value (a strategy's `config`) cannot exhaust the stack.
+ */
+export function controlCharacterField(input: unknown): string | null {
+  const stack: [unknown, string][] = [[input, ""]];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      if (controlCharacter.test(value)) return path;
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push([v, path ? `${path}.${i}` : String(i)]));
+    } else if (value !== null && typeof value === "object" && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
+      for (const [k, v] of Object.entries(value)) {
+        if (controlCharacter.test(k)) return path;
+        stack.push([v, path ? `${path}.${k}` : k]);
+      }
+    }
+  }
+  return null;
+}
+
+/** Refuses (422) a validated input holding a control character in any string. */
+function refuseControlCharacters(data: unknown) {
+  const field = controlCharacterField(data);
+  if (field !== null) {
+    const label = field || "body";
+    throw validationError({ [label]: [`The ${label} field must not contain control characters.`] });
+  }
+}
+
+/**
+ * The validation hook of every route: a failed zod check becomes the contract's 422, and so does a string
+ * holding a control character in a validated path, query or body (a NUL would otherwise reach PostgreSQL).
+ */
+export const validationHook = (result: { success: boolean; error?: unknown; data?: unknown }) => {
   if (!result.success) throw validationError(fieldErrors(result.error as z.ZodError));
+  refuseControlCharacters(result.data);
 };
 
 export function validate<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
   const parsed = schema.safeParse(input);
   if (!parsed.success) throw validationError(fieldErrors(parsed.error));
+  refuseControlCharacters(parsed.data);
   return parsed.data;
 }
+
+/** The largest value of PostgreSQL's `integer` (int4): ids and counters above it cannot exist. */
+export const INT4_MAX = 2_147_483_647;
 
 /** An integer field sent as a JSON number or as a decimal string (query, form). */
 export const intField = (min: number, max: number) =>

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../http/types.ts";
 import * as adminGroups from "./admin/groups.ts";
 import * as adminSettings from "./admin/settings.ts";
+import * as adminStorage from "./admin/storage.ts";
 import * as adminStrategies from "./admin/strategies.ts";
 import * as adminTokens from "./admin/tokens.ts";
 import * as adminUsers from "./admin/users.ts";
@@ -9,6 +10,7 @@ import * as deleteImage from "./images/delete-image.ts";
 import * as listImages from "./images/list-images.ts";
 import * as uploadImage from "./images/upload-image.ts";
 import * as getProfile from "./profile/get-profile.ts";
+import * as docs from "./site/docs.ts";
 import * as health from "./site/health.ts";
 import * as serveObject from "./site/serve-object.ts";
 import * as listStrategies from "./strategies/list-strategies.ts";
@@ -26,8 +28,10 @@ const modules = [
   adminStrategies,
   adminUsers,
   adminTokens,
+  adminStorage,
   health,
   serveObject,
+  docs,
 ];
 
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {

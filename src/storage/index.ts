@@ -5,7 +5,7 @@ import { LocalStorage } from "./local.ts";
 import { S3Storage } from "./s3.ts";
 import type { Storage } from "./storage.ts";
 
-export type { Storage } from "./storage.ts";
+export type { Storage, StorageLocation, StoredObject } from "./storage.ts";
 export { StorageError } from "./storage.ts";
 
 export const localConfigSchema = z.object({

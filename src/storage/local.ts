@@ -1,6 +1,6 @@
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, resolve, sep } from "node:path";
-import { type Storage, StorageError } from "./storage.ts";
+import { type Storage, StorageError, type StorageLocation, type StoredObject } from "./storage.ts";
 
 export interface LocalConfig {
   root: string;
@@ -8,10 +8,16 @@ export interface LocalConfig {
   publicUrl: string;
 }
 
+const TEMPORARY_SUFFIX = ".part";
+
 export class LocalStorage implements Storage {
   readonly root: string;
+  readonly location: StorageLocation;
+  /** Directories whose own entry (and their parents', up to the root's) this storage has synced. */
+  private readonly durableDirectories = new Set<string>();
   constructor(private readonly config: LocalConfig) {
     this.root = resolve(config.root);
+    this.location = { space: "local", prefix: this.root + sep };
   }
 
   /** The absolute file for a relative path, or null when the path would leave the root. */
@@ -21,18 +27,41 @@ export class LocalStorage implements Storage {
     return full.startsWith(this.root + sep) ? full : null;
   }
 
+  /**
+   * Write then rename, so a reader never sees a half-written object. The file, then the directory entry of the
+   * rename, reach the disk before this resolves; so do the entries of the directories above it, once each (a
+   * directory another put created may not be synced yet: each storage syncs every ancestor it relies on itself).
+   */
   async put(path: string, bytes: Uint8Array) {
     const full = this.mustResolve(path);
-    // write then rename: a reader never sees a half-written object
-    const temp = `${full}.${process.pid}.${crypto.randomUUID()}.part`;
+    const temp = `${full}.${process.pid}.${crypto.randomUUID()}${TEMPORARY_SUFFIX}`;
     try {
-      await mkdir(dirname(full), { recursive: true });
-      await writeFile(temp, bytes, { flag: "wx" });
+      const firstCreated = await mkdir(dirname(full), { recursive: true });
+      const file = await open(temp, "wx");
+      try {
+        await file.writeFile(bytes);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
       await rename(temp, full);
+      await this.syncDirectories(dirname(full), firstCreated);
     } catch (e) {
       await rm(temp, { force: true });
       throw new StorageError(`local write failed: ${(e as Error).message}`);
     }
+  }
+
+  private async syncDirectories(dir: string, firstCreated: string | undefined) {
+    if (firstCreated) for (let d = dir; d.length >= firstCreated.length; d = dirname(d)) this.durableDirectories.delete(d);
+    const changed = new Set([dir]);
+    const entries: string[] = [];
+    for (let d = dir; !this.durableDirectories.has(d) && d !== dirname(this.root); d = dirname(d)) {
+      changed.add(dirname(d));
+      entries.push(d);
+    }
+    await Promise.all([...changed].map(syncDirectory));
+    for (const d of entries) this.durableDirectories.add(d);
   }
 
   async delete(path: string) {
@@ -40,6 +69,42 @@ export class LocalStorage implements Storage {
       await rm(this.mustResolve(path), { force: true });
     } catch (e) {
       throw new StorageError(`local delete failed: ${(e as Error).message}`);
+    }
+  }
+
+  async exists(path: string) {
+    const full = this.resolve(path);
+    return full !== null && (await Bun.file(full).exists());
+  }
+
+  /** Walks the directories under the root (from the deepest one the prefix names); files vanishing meanwhile are left out. */
+  async *list(prefix = ""): AsyncIterable<StoredObject> {
+    const start = prefix.includes("/") ? this.resolve(prefix.slice(0, prefix.lastIndexOf("/"))) : this.root;
+    if (!start) return;
+    const pending = [start];
+    while (pending.length > 0) {
+      const dir = pending.pop()!;
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (e) {
+        if (isMissing(e)) continue;
+        throw new StorageError(`local listing failed: ${(e as Error).message}`);
+      }
+      for (const entry of entries) {
+        const full = `${dir}${sep}${entry.name}`;
+        if (entry.isDirectory()) {
+          pending.push(full);
+          continue;
+        }
+        const path = full.slice(this.root.length + 1).split(sep).join("/");
+        if (!path.startsWith(prefix)) continue;
+        const stats = await lstat(full).catch((e) => {
+          if (isMissing(e)) return null;
+          throw new StorageError(`local listing failed: ${(e as Error).message}`);
+        });
+        if (stats) yield { path, size: stats.size, modifiedAt: stats.mtime, temporary: path.endsWith(TEMPORARY_SUFFIX) };
+      }
     }
   }
 
@@ -56,5 +121,16 @@ export class LocalStorage implements Storage {
     const full = this.resolve(path);
     if (!full) throw new StorageError("path escapes the storage root");
     return full;
+  }
+}
+
+const isMissing = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
+
+async function syncDirectory(dir: string) {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

@@ -1,5 +1,5 @@
 import { S3Client } from "bun";
-import { type Storage, StorageError } from "./storage.ts";
+import { type Storage, StorageError, type StorageLocation, type StoredObject } from "./storage.ts";
 
 export interface S3Config {
   bucket: string;
@@ -11,11 +11,16 @@ export interface S3Config {
   publicUrl: string;
   /** Optional key prefix inside the bucket. */
   prefix?: string;
+  /** Keys per listing request (S3 answers at most 1,000). */
+  listPageSize?: number;
 }
 
 /** S3-compatible object storage through Bun's built-in client. */
 export class S3Storage implements Storage {
   private readonly client: S3Client;
+  /** Prepended to every path: the configured prefix with one trailing slash, or nothing. */
+  private readonly keyPrefix: string;
+  readonly location: StorageLocation;
   constructor(private readonly config: S3Config) {
     this.client = new S3Client({
       bucket: config.bucket,
@@ -24,10 +29,12 @@ export class S3Storage implements Storage {
       accessKeyId: config.accessKeyId,
       secretAccessKey: config.secretAccessKey,
     });
+    this.keyPrefix = config.prefix ? `${config.prefix.replace(/\/+$/, "")}/` : "";
+    this.location = { space: `s3:${config.endpoint ?? "aws"}/${config.bucket}`, prefix: this.keyPrefix };
   }
 
   private key(path: string) {
-    return (this.config.prefix ? `${this.config.prefix.replace(/\/+$/, "")}/` : "") + path;
+    return this.keyPrefix + path;
   }
 
   async put(path: string, bytes: Uint8Array, contentType: string) {
@@ -45,6 +52,35 @@ export class S3Storage implements Storage {
       if ((e as { code?: string }).code === "NoSuchKey") return;
       throw new StorageError(`s3 delete failed: ${(e as Error).message}`);
     }
+  }
+
+  async exists(path: string) {
+    try {
+      return await this.client.exists(this.key(path));
+    } catch (e) {
+      throw new StorageError(`s3 request failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** ListObjectsV2, page after page; keys outside the configured prefix are never listed. */
+  async *list(prefix = ""): AsyncIterable<StoredObject> {
+    let continuationToken: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.list({ prefix: this.key(prefix), maxKeys: this.config.listPageSize, continuationToken });
+      } catch (e) {
+        throw new StorageError(`s3 listing failed: ${(e as Error).message}`);
+      }
+      for (const object of page.contents ?? []) {
+        const path = object.key.slice(this.keyPrefix.length);
+        if (!object.key.startsWith(this.keyPrefix) || !path) continue;
+        // an object without a date counts as just written: it is never judged old
+        const modifiedAt = object.lastModified ? new Date(object.lastModified) : new Date();
+        yield { path, size: object.size ?? 0, modifiedAt, temporary: false };
+      }
+      continuationToken = page.isTruncated ? page.nextContinuationToken : undefined;
+    } while (continuationToken);
   }
 
   readableFile() {

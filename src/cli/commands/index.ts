@@ -3,6 +3,7 @@ import type { CommandGroup } from "../command.ts";
 import { albumCommands } from "./album.ts";
 import { groupCommands } from "./group.ts";
 import { settingsCommands } from "./settings.ts";
+import { storageCommands } from "./storage.ts";
 import { strategyCommands } from "./strategy.ts";
 import { tokenCommands } from "./token.ts";
 import { userCommands } from "./user.ts";
@@ -14,4 +15,5 @@ export const commandGroups: Record<string, CommandGroup> = {
   group: groupCommands,
   strategy: strategyCommands,
   album: albumCommands,
+  storage: storageCommands,
 };

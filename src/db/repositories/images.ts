@@ -16,11 +16,12 @@ export async function findImageForOwner(db: Executor, keyOrName: string, ownerId
   return row ?? null;
 }
 
-/** A page of the owner's images, newest first; ties broken by id so pages never overlap. */
+/** A page of the owner's images with their strategies, newest first; ties broken by id so pages never overlap. */
 export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number) {
   return db
-    .select()
+    .select({ image: images, strategy: strategies })
     .from(images)
+    .innerJoin(strategies, eq(strategies.id, images.strategyId))
     .where(eq(images.userId, ownerId))
     .orderBy(desc(images.createdAt), desc(images.id))
     .limit(limit)

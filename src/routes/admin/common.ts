@@ -1,10 +1,12 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bearerToken, guardedAuth } from "../../http/auth.ts";
+import { authCacheFor } from "../../http/auth-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
+import { INT4_MAX, intField } from "../../http/validation.ts";
 
 
 /** Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. */
@@ -17,6 +19,8 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
     }
   });
   await next();
+  // settings, users, groups, strategies and tokens decide authentication: this instance sees a change at once
+  if (c.req.method !== "GET") authCacheFor(c.get("deps")).clear();
 };
 
 /** An administration operation: its tag, the admin-token security and the middleware that enforces it. */
@@ -24,8 +28,9 @@ export const adminRoute = <P extends string, R extends Omit<RouteConfig, "path" 
   route: R,
 ) => createRoute({ ...route, tags: ["Administration"], security: [{ adminToken: [] }], middleware: [requireAdmin] as const });
 
+/** A record id: decimal digits naming a PostgreSQL `integer`; anything else (1e3, 0x10, 1.5, 99999999999) is a 422. */
 export const idParam = z.object({
-  id: z.coerce.number().int().positive().openapi({ param: { name: "id", in: "path", example: 1 }, example: 1 }),
+  id: intField(1, INT4_MAX).openapi({ param: { name: "id", in: "path", example: 1 }, type: "integer", minimum: 1, maximum: INT4_MAX, example: 1 }),
 });
 
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({
@@ -33,7 +38,8 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
   content: { "application/json": { schema } },
 });
 
-const nullableLimit = z.number().int().min(1).nullable();
+/** Limits are stored as PostgreSQL `integer`. */
+const nullableLimit = z.number().int().min(1).max(INT4_MAX).nullable();
 
 export const GroupInput = z
   .object({
@@ -56,7 +62,7 @@ export const GroupInput = z
     review_webhook_url: z.url().nullable(),
     review_timeout_ms: z.number().int().min(100).max(60_000),
     review_fail_open: z.boolean().openapi({ description: "Accept the image when the review webhook fails or times out" }),
-    strategy_ids: z.array(z.number().int().positive()).openapi({ description: "Ordered: automatic uploads try them in this order" }),
+    strategy_ids: z.array(z.number().int().positive().max(INT4_MAX)).openapi({ description: "Ordered: automatic uploads try them in this order" }),
   })
   .partial()
   .openapi("GroupInput");

@@ -8,6 +8,7 @@ import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
+import { INT4_MAX } from "../../http/validation.ts";
 import { AdminUser, adminRoute, idParam, jsonBody } from "./common.ts";
 
 const UserResponse = envelope(AdminUser, "AdminUserResponse");
@@ -32,7 +33,7 @@ const CreateUser = z
     email: z.email(),
     name: z.string().min(1).max(100).optional(),
     password: z.string().min(8).max(200).optional(),
-    group_id: z.number().int().positive().optional().openapi({ description: "Default: the default group" }),
+    group_id: z.number().int().positive().max(INT4_MAX).optional().openapi({ description: "Default: the default group" }),
     capacity_kb: z.number().int().min(0).nullable().optional().openapi({ description: "null or absent = the group's default" }),
     registered_ip: z.string().max(45).optional().openapi({ description: "Default: the address of the admin request" }),
   })
@@ -41,7 +42,7 @@ const CreateUser = z
 const UpdateUser = z
   .object({
     enabled: z.boolean(),
-    group_id: z.number().int().positive(),
+    group_id: z.number().int().positive().max(INT4_MAX),
     capacity_kb: z.number().int().min(0).nullable(),
     name: z.string().min(1).max(100),
   })

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { listImagesForOwner } from "../../db/repositories/images.ts";
-import { getStrategies } from "../../db/repositories/strategies.ts";
+import { getUser } from "../../db/repositories/users.ts";
 import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { toImageResource } from "../../http/image-resource.ts";
@@ -36,15 +36,18 @@ export function register(app: OpenAPIHono<AppEnv>) {
     const { per_page, page } = c.req.valid("query");
     const caller = c.get("caller");
     const deps = c.get("deps");
-    const rows = await listImagesForOwner(deps.db, caller.user.id, per_page, (page - 1) * per_page);
-    const strategies = new Map((await getStrategies(deps.db, [...new Set(rows.map((r) => r.strategyId))])).map((s) => [s.id, s]));
-    const total = caller.user.imageNum;
+    // the page and the account's current count at once (the caller's account may be up to a second old)
+    const [rows, owner] = await Promise.all([
+      listImagesForOwner(deps.db, caller.user.id, per_page, (page - 1) * per_page),
+      getUser(deps.db, caller.user.id),
+    ]);
+    const total = owner?.imageNum ?? caller.user.imageNum;
     return respond(c, {
       current_page: page,
       last_page: Math.max(1, Math.ceil(total / per_page)),
       per_page,
       total,
-      data: rows.map((r) => toImageResource(r, strategies.get(r.strategyId)!, deps.storage, deps.config.baseUrl)),
+      data: rows.map((r) => toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl)),
     });
   });
 }

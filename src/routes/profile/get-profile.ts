@@ -4,6 +4,7 @@ import { requireUser } from "../../http/auth.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, Profile } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
+import { getUser } from "../../db/repositories/users.ts";
 import { toProfile } from "../../http/profile-resource.ts";
 
 export const getProfileRoute = createRoute({
@@ -23,8 +24,11 @@ export const getProfileRoute = createRoute({
 });
 
 export function register(app: OpenAPIHono<AppEnv>) {
-  app.openapi(getProfileRoute, (c) => {
-    const caller = c.get("caller");
-    return respond(c, toProfile(caller.user, caller.group, c.get("deps").config.baseUrl));
+  app.openapi(getProfileRoute, async (c) => {
+    const { user, group } = c.get("caller");
+    const { db, config } = c.get("deps");
+    // the caller's account may be up to a second old (authentication is cached): the figures are read now
+    const current = (await getUser(db, user.id)) ?? user;
+    return respond(c, toProfile(current, group, config.baseUrl));
   });
 }

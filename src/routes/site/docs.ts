@@ -1,0 +1,67 @@
+import { dirname, join } from "node:path";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { Scalar } from "@scalar/hono-api-reference";
+import type { AppEnv } from "../../http/types.ts";
+
+// the standalone bundle is not in the package exports; it sits beside the main entry
+const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
+const favicon = Bun.file(new URL("./favicon.svg", import.meta.url));
+
+/**
+ * Where Scalar would reach its own services (the agent, MCP generation, sharing and deploying upload the whole
+ * document there). Every feature that uses them is turned off below; should one come back with an upgrade, it
+ * lands on this server's 404 instead of sending the spec to a third party. Same origin, so never a CORS request.
+ */
+const noExternalService = "/docs/no-external-services";
+
+/**
+ * The API reference at /docs, rendered by Scalar from the bundle this server serves. The page talks to no
+ * other host whatever a visitor clicks: no CDN, no web fonts, no request proxy, and Scalar's third-party
+ * features (Ask AI, Generate MCP, the developer tools' Share/Deploy, "Open API Client" on client.scalar.com)
+ * turned off. Its own client ("Test Request") still sends to the servers the spec names, from the browser.
+ * Options: @scalar/types dist/api-reference/{base-configuration,api-reference-configuration,source-configuration}.d.ts.
+ */
+const reference = Scalar<AppEnv>({
+  url: "/api/v1/openapi.json",
+  cdn: "/docs/scalar.js",
+  pageTitle: "Image Hosting API",
+  favicon: "/favicon.svg",
+  // no web fonts from fonts.scalar.com
+  withDefaultFonts: false,
+  // "Ask AI": a chat with Scalar's agent that uploads the document (shown by default on localhost)
+  agent: { disabled: true },
+  // "Generate MCP" / VS Code / Cursor: posts the whole document to api.scalar.com through proxy.scalar.com
+  mcp: { disabled: true },
+  // the localhost toolbar's Share and Deploy upload the document to api.scalar.com too
+  showDeveloperTools: "never",
+  // "Open API Client" links to client.scalar.com with the spec's address; "Test Request" stays
+  hideClientButton: true,
+  // requests from the client go straight to the server, never through a proxy ("" = none, whatever the layout)
+  proxyUrl: "",
+  telemetry: false,
+  externalUrls: { dashboardUrl: noExternalService, registryUrl: noExternalService, proxyUrl: noExternalService, apiBaseUrl: noExternalService },
+  // the sidebar's "Powered by Scalar" is a link to www.scalar.com: the only way off the page left in its chrome
+  customCss: '.darklight-reference a[href^="http"] { display: none; }',
+});
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  app.get("/docs/scalar.js", () =>
+    new Response(Bun.file(scalarBundle), {
+      headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" },
+    }),
+  );
+  app.get(
+    "/docs",
+    async (c, next) => {
+      await next();
+      // links a visitor follows out of the page (a status code's MDN page in the client) carry no Referer
+      c.header("Referrer-Policy", "no-referrer");
+    },
+    reference,
+  );
+  for (const path of ["/favicon.svg", "/favicon.ico"]) {
+    app.get(path, () =>
+      new Response(favicon, { headers: { "content-type": "image/svg+xml", "cache-control": "public, max-age=86400" } }),
+    );
+  }
+}
