@@ -4,7 +4,7 @@ import { getSettings } from "../db/repositories/settings.ts";
 import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { Deps } from "../deps.ts";
-import { authCacheFor } from "./auth-cache.ts";
+import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
@@ -43,7 +43,7 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
   // both lookups at once, each kept for at most AUTH_CACHE_MS; the switch still decides first
-  const cache = authCacheFor(deps);
+  const cache = lookupCacheFor(deps);
   const [settings, found] = await Promise.all([
     cache.remember("settings", () => getSettings(deps.db)),
     token === null ? null : cache.remember(`token:${sha256Hex(token)}`, () => lookupToken(deps, token)),

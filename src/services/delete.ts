@@ -4,6 +4,7 @@ import { getStrategy } from "../db/repositories/strategies.ts";
 import type { Tx } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { StorageError } from "../storage/index.ts";
+import { lookupCacheFor } from "./lookup-cache.ts";
 
 /**
  * Removes the stored object and thumbnail while the record is locked, then the record, releasing quota
@@ -34,4 +35,6 @@ export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string
     if (!image) throw notFound("Image not found.");
     await removeImage(deps, tx, image);
   });
+  // the freed quota: the next automatic upload here prefers that strategy again at once (contract 4.2, rule 2)
+  lookupCacheFor(deps).forget("strategies:");
 }

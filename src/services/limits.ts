@@ -1,6 +1,7 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db, Executor, Tx } from "../db/client.ts";
 import type { Group } from "../db/repositories/groups.ts";
+import type { FrequencyLimits } from "../db/repositories/images.ts";
 import { uploadLeases, uploadLog } from "../db/schema.ts";
 import { badRequest } from "../errors.ts";
 
@@ -18,12 +19,12 @@ const hasFrequencyLimit = (g: Group) => windows.some(([, , field]) => g[field] !
 
 /**
  * Rolling windows: every accepted upload of the subject in the last minute/hour/day/7 days/30 days
- * counts, deleted or not. Inside a transaction the subject is locked first, so concurrent uploads
- * cannot both see the last free slot.
+ * counts, deleted or not. This early check refuses before anything is stored; the record step
+ * (record_upload) checks again under a lock of the subject, so concurrent uploads cannot both take
+ * the last free slot.
  */
-export async function checkFrequency(db: Executor, group: Group, subject: string, now: Date, lock: boolean) {
+export async function checkFrequency(db: Executor, group: Group, subject: string, now: Date) {
   if (!hasFrequencyLimit(group)) return;
-  if (lock) await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`freq:${subject}`}))`);
   const longest = Math.max(...windows.filter(([, , f]) => group[f] !== null).map(([, s]) => s));
   const t = (seconds: number) => new Date(now.getTime() - seconds * 1000);
   // raw SQL parameters: postgres.js under drizzle does not serialise Date objects there
@@ -46,9 +47,14 @@ export async function checkFrequency(db: Executor, group: Group, subject: string
   }
 }
 
-export async function recordUpload(tx: Tx, subject: string, now: Date) {
-  await tx.insert(uploadLog).values({ subject, createdAt: now });
-}
+/** The group's windows as the record step re-checks them. */
+export const frequencyLimitsOf = (g: Group): FrequencyLimits => ({
+  perMinute: g.uploadsPerMinute,
+  perHour: g.uploadsPerHour,
+  perDay: g.uploadsPerDay,
+  perWeek: g.uploadsPerWeek,
+  perMonth: g.uploadsPerMonth,
+});
 
 /** How long a slot outlives its holder when the holder stops renewing it (a crashed or frozen instance). */
 export const LEASE_SECONDS = 15;

@@ -1,6 +1,6 @@
 import type { Deps } from "../deps.ts";
 import type { Group } from "../db/repositories/groups.ts";
-import { chargeStrategy, chargeUser, insertImage, type ImageRow } from "../db/repositories/images.ts";
+import { type ImageRow, RecordRefused, recordAcceptedUpload } from "../db/repositories/images.ts";
 import { listUsableStrategies, type Strategy } from "../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
@@ -9,9 +9,10 @@ import { DECODE_TIMEOUT_SECONDS, decodeAndThumbnail, type Inspection, inspectIma
 import { imageWork } from "../images/work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
-import { acquireUploadSlot, checkFrequency, recordUpload } from "./limits.ts";
+import { acquireUploadSlot, checkFrequency, frequencyLimitsOf } from "./limits.ts";
 import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
+import { lookupCacheFor } from "./lookup-cache.ts";
 import { randomToken } from "./secrets.ts";
 
 export interface UploadInput {
@@ -89,7 +90,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
   checkSize(group, upload);
   checkCapacity(caller, upload);
   const subject = subjectOf(caller, input.ip);
-  await checkFrequency(deps.db, group, subject, now, false);
+  await checkFrequency(deps.db, group, subject, now);
   const release = await acquireUploadSlot(deps.db, group, subject, deps.clock);
   try {
     const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
@@ -170,7 +171,9 @@ async function checkStoragePermission(
   size: number,
   exclude: number[] = [],
 ): Promise<Strategy> {
-  const usable = (await listUsableStrategies(deps.db, group.id)).filter((s) => !exclude.includes(s.id));
+  const usable = (await lookupCacheFor(deps).remember(`strategies:${group.id}`, () => listUsableStrategies(deps.db, group.id))).filter(
+    (s) => !exclude.includes(s.id),
+  );
   const fits = (s: Strategy) => s.quotaKb === null || s.usedBytes + size <= s.quotaKb * 1024;
   if (strategyId !== undefined) {
     const chosen = usable.find((s) => s.id === strategyId);
@@ -301,12 +304,9 @@ async function storeAndRecord(
     throw new AppError("internal", "The storage service failed; nothing was stored.");
   }
   try {
-    return await deps.db.transaction(async (tx) => {
-      await checkFrequency(tx, caller.group, subject, now, true);
-      if (caller.kind === "user" && !(await chargeUser(tx, caller.user.id, upload.size, caller.group.defaultCapacityKb))) {
-        throw badRequest("Insufficient capacity.");
-      }
-      const row = await insertImage(tx, {
+    return await recordAcceptedUpload(
+      deps.db,
+      {
         key: randomToken(12),
         userId: caller.kind === "user" ? caller.user.id : null,
         albumId: input.albumId ?? null,
@@ -326,14 +326,12 @@ async function storeAndRecord(
         expiredAt: input.expiredAt ?? null,
         uploaderIp: input.ip,
         createdAt: now,
-      });
-      await recordUpload(tx, subject, now);
-      // the strategy row is shared by every uploader: lock it last, so it is held only until commit
-      if (!(await chargeStrategy(tx, strategy.id, upload.size))) throw new QuotaExhausted(strategy);
-      return row;
-    });
+      },
+      { subject, defaultCapacityKb: caller.group.defaultCapacityKb, limits: frequencyLimitsOf(caller.group) },
+    );
   } catch (e) {
     await removeStored();
-    throw e;
+    if (!(e instanceof RecordRefused)) throw e;
+    throw e.reason === "quota" ? new QuotaExhausted(strategy) : badRequest(e.message);
   }
 }

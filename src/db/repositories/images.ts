@@ -70,37 +70,64 @@ export async function deleteImageAndRelease(tx: Tx, image: ImageRow) {
     .where(eq(strategies.id, image.strategyId));
 }
 
-/** Charges the strategy's quota; false when it would pass the quota. */
-export async function chargeStrategy(tx: Tx, strategyId: number, bytes: number): Promise<boolean> {
-  const rows = await tx
-    .update(strategies)
-    .set({ usedBytes: sql`${strategies.usedBytes} + ${bytes}` })
-    .where(
-      and(
-        eq(strategies.id, strategyId),
-        sql`(${strategies.quotaKb} is null or ${strategies.usedBytes} + ${bytes} <= ${strategies.quotaKb} * 1024)`,
-      ),
-    )
-    .returning({ id: strategies.id });
-  return rows.length > 0;
+/** Limits of the uploading group that the record step re-checks under its lock (null = no limit). */
+export interface FrequencyLimits {
+  perMinute: number | null;
+  perHour: number | null;
+  perDay: number | null;
+  perWeek: number | null;
+  perMonth: number | null;
 }
 
-/** Charges the owner's capacity and counts the image; false when it would pass the capacity. */
-export async function chargeUser(tx: Tx, userId: number, bytes: number, defaultCapacityKb: number): Promise<boolean> {
-  const rows = await tx
-    .update(users)
-    .set({ usedBytes: sql`${users.usedBytes} + ${bytes}`, imageNum: sql`${users.imageNum} + 1` })
-    .where(
-      and(
-        eq(users.id, userId),
-        sql`${users.usedBytes} + ${bytes} <= coalesce(${users.capacityKb}, ${defaultCapacityKb}) * 1024`,
-      ),
-    )
-    .returning({ id: users.id });
-  return rows.length > 0;
+/** Why the record step refused: the subject's frequency, the owner's capacity or the strategy's quota. */
+export class RecordRefused extends Error {
+  constructor(
+    readonly reason: "frequency" | "capacity" | "quota",
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
-export async function insertImage(tx: Tx, values: NewImage): Promise<ImageRow> {
-  const [row] = await tx.insert(images).values(values).returning();
-  return row!;
+const refusals = { IHFRQ: "frequency", IHCAP: "capacity", IHQTA: "quota" } as const;
+
+/**
+ * Records an accepted upload in one round trip (the record_upload function of drizzle/0002): re-checks the
+ * frequency, charges capacity, inserts the image, logs the upload and charges the quota, all or nothing.
+ * Returns the new record.
+ */
+export async function recordAcceptedUpload(
+  db: Executor,
+  image: Omit<NewImage, "id" | "createdAt"> & { createdAt: Date },
+  charge: { subject: string; defaultCapacityKb: number; limits: FrequencyLimits },
+): Promise<ImageRow> {
+  const { limits } = charge;
+  const at = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+  let result;
+  try {
+    result = await db.execute(sql`select record_upload(
+      ${image.userId ?? null}::integer, ${charge.defaultCapacityKb}::integer, ${image.strategyId}::integer, ${image.size}::bigint,
+      ${charge.subject}::text, ${at(image.createdAt)}::timestamptz,
+      ${limits.perMinute}::integer, ${limits.perHour}::integer, ${limits.perDay}::integer, ${limits.perWeek}::integer, ${limits.perMonth}::integer,
+      ${image.key}::text, ${image.albumId ?? null}::integer, ${image.path}::text, ${image.thumbnailPath ?? null}::text, ${image.name}::text,
+      ${image.originName}::text, ${image.mimetype}::text, ${image.extension}::text, ${image.width}::integer, ${image.height}::integer,
+      ${image.md5}::text, ${image.sha1}::text, ${image.isPublic ?? true}::boolean, ${at(image.expiredAt)}::timestamptz, ${image.uploaderIp ?? ""}::text
+    )::text as id`);
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause ?? (e as { code?: string; message?: string });
+    const reason = cause.code ? refusals[cause.code as keyof typeof refusals] : undefined;
+    if (reason) throw new RecordRefused(reason, cause.message ?? reason);
+    throw e;
+  }
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { id: string }[];
+  return {
+    ...image,
+    id: Number(rows[0]!.id),
+    userId: image.userId ?? null,
+    albumId: image.albumId ?? null,
+    thumbnailPath: image.thumbnailPath ?? null,
+    isPublic: image.isPublic ?? true,
+    expiredAt: image.expiredAt ?? null,
+    uploaderIp: image.uploaderIp ?? "",
+  };
 }

@@ -1,7 +1,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bearerToken, guardedAuth } from "../../http/auth.ts";
-import { authCacheFor } from "../../http/auth-cache.ts";
+import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
@@ -20,7 +20,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   });
   await next();
   // settings, users, groups, strategies and tokens decide authentication: this instance sees a change at once
-  if (c.req.method !== "GET") authCacheFor(c.get("deps")).clear();
+  if (c.req.method !== "GET") lookupCacheFor(c.get("deps")).clear();
 };
 
 /** An administration operation: its tag, the admin-token security and the middleware that enforces it. */
