@@ -131,8 +131,10 @@ describe("upload bodies are bounded per address, in total and in time", () => {
   beforeAll(async () => ({ ctx, alice } = await contextWithUser({ uploadBodies: { perAddress: 2, total: 3 }, uploadReadTimeoutSeconds: 1 })));
   afterAll(() => ctx.close());
 
-  test("beyond the per-address and total bounds: 429 with Retry-After; a slot frees when its body ends", async () => {
-    const from = (address: string) => ({ ...ctx.bearer(alice.token), "x-forwarded-for": address });
+  test("strangers beyond the per-address bound and anyone beyond the total: 429 with Retry-After; a slot frees when its body ends", async () => {
+    await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: true });
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.guestGroupId}`, { strategy_ids: [ctx.localStrategyId] });
+    const from = (address: string) => ({ "x-forwarded-for": address }); // guests: strangers
     const stalled = [1, 2].map(() => streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK }));
     const pending = stalled.map((u) => postUpload(ctx, u, from("198.51.100.1")));
     await Bun.sleep(50);
@@ -145,7 +147,8 @@ describe("upload bodies are bounded per address, in total and in time", () => {
     const otherStalled = streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK });
     const otherPending = postUpload(ctx, otherStalled, from("198.51.100.2"));
     await Bun.sleep(50);
-    const overTotal = await postUpload(ctx, streamingUpload({ fileBytes: 10 }), from("198.51.100.3"));
+    // a caller known from its token is not bound per address, but it is by the total
+    const overTotal = await postUpload(ctx, streamingUpload({ fileBytes: 10 }), { ...ctx.bearer(alice.token), ...from("198.51.100.1") });
     expect((await expectStatus(overTotal, 429)).message).toBe("The server is receiving too many uploads: retry in a few seconds.");
 
     // the stalled senders are cut off by the read deadline (1 s here), which frees their slots

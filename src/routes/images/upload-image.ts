@@ -74,7 +74,7 @@ export const uploadImageRoute = createRoute({
     "A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. " +
     "In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. " +
     "Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; " +
-    "a client address may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).",
+    "a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).",
   security: [{ bearerAuth: [] }, { temporaryToken: [] }, {}] as Record<string, string[]>[],
   middleware: [headerAuth],
   request: {
@@ -101,7 +101,7 @@ async function receiveBody(c: Context<AppEnv>, boundary: string) {
   const deps = c.get("deps");
   let caller: Caller | undefined = c.get("caller");
   let limitKb = 0;
-  const leave = c.get("uploadBodies").enter(clientIp(c));
+  const leave = c.get("uploadBodies").enter(clientIp(c), caller === undefined);
   try {
     const body = await readStagedMultipart(c.req.raw, {
       boundary,
