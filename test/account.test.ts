@@ -1,10 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { tokens } from "../src/db/schema.ts";
 import { sha256Hex } from "../src/services/secrets.ts";
 import { BASE_URL, createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, multipart } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 let alice: TestUser;

@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createTestContext, quietly, type TestUser } from "./support/harness.ts";
 import { makeImage, multipart } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 // created at load time: the list of routes under test comes from the spec this app serves
 const ctx = await createTestContext();

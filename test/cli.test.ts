@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { main } from "../src/cli/index.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 let server: ReturnType<typeof Bun.serve>;

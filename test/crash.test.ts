@@ -1,4 +1,4 @@
-import { expect, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readdirSync, rmSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +7,9 @@ import { LEASE_SECONDS } from "../src/services/limits.ts";
 import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
 import { makeImage, makeNoisyJpeg, multipart } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 /**
  * The real server (src/server.ts) on PostgreSQL, SIGKILLed in the middle of a burst of uploads and deletes, then

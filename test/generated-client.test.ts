@@ -3,7 +3,7 @@
  * strict settings and works against the real HTTP server: upload (multipart through the SDK), list, delete.
  * The client is generated into test/.generated/hey-api/ (gitignored) when missing or stale.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { CLIENT_DIR, ensureClient } from "../scripts/generate-client.ts";
@@ -17,6 +17,9 @@ const generatedRoot = resolve(CLIENT_DIR, "..");
 /** Compiled with the generated code: the SDK's types must be usable and mean what the spec says. */
 const USAGE = `import { createClient } from "./hey-api/client";
 import { deleteImage, listImages, uploadImage, type Image, type ImagePage } from "./hey-api";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 const client = createClient({ baseUrl: "http://127.0.0.1:1", auth: () => "token" });
 

@@ -2,7 +2,7 @@
  * Cost before trust: what a stranger can make the server read, hold or try, and how the service answers.
  * Bodies are streams that count what the server pulls from them, so "read nothing" is measured, not assumed.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { desc } from "drizzle-orm";
@@ -14,6 +14,9 @@ import { FairWorkQueue } from "../src/images/work-queue.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 const CHUNK = 64 * 1024;
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
@@ -7,6 +7,9 @@ import { sweepExpired } from "../src/services/sweeper.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
 import { describeAnswers, expectStatus, expectStatuses } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 let alice: TestUser;

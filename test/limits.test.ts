@@ -1,9 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { images, strategies } from "../src/db/schema.ts";
 import { createTestContext, type TestContext } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
 import { describeAnswers, expectStatus, expectStatuses } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 let png: Uint8Array; // the same bytes for every upload here, so sizes are exact

@@ -2,12 +2,15 @@
  * Authentication lookups are kept for at most LOOKUP_CACHE_MS per instance: the instance that makes an
  * administration change refuses at once, every other instance within the bound.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createApp } from "../src/app.ts";
 import { LOOKUP_CACHE_MS } from "../src/services/lookup-cache.ts";
 import { BASE_URL, createTestContext, type TestContext } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 /** A second instance: the same database, its own process-level caches. */

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -14,6 +14,9 @@ import { S3Storage } from "../src/storage/s3.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 /**
  * s3rver's paged listing under Bun: it encrypts continuation tokens with "des", a name Bun's BoringSSL knows only as

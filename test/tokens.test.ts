@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { and, eq, isNotNull, isNull } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { findTokenWithOwner } from "../src/db/repositories/tokens.ts";
@@ -9,6 +9,9 @@ import { issueTemporaryTokens } from "../src/services/tokens.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
 import { makeImage, multipart } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 let png: Uint8Array;

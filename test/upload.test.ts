@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -8,6 +8,9 @@ import { images, uploadLog } from "../src/db/schema.ts";
 import { BASE_URL, createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg, pngHeaderClaiming } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
 
 let ctx: TestContext;
 let alice: TestUser;

@@ -1,7 +1,5 @@
-// Runs before every test file. Building the PGlite template (seconds) happens once here, and tests
-// that start servers or databases get more than bun's default 5 s on a busy 2-core machine.
-import { setDefaultTimeout } from "bun:test";
+// Runs once before the test files. Building the PGlite template (seconds) happens once here. (A default
+// timeout set here reaches only the first file, so each file that needs more than 5 s sets its own.)
 import { warmTemplate } from "./harness.ts";
 
-setDefaultTimeout(60_000);
 await warmTemplate();
