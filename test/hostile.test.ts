@@ -11,10 +11,6 @@ import { describeAnswer, expectStatus, type ReadAnswer } from "./support/status.
 /**
  * Hostile input: every bad input is a clear 4xx in the envelope (never a 500), and a refused request leaves
  * no trace — no object under the data directory, no record, no charge. Every input is generated here.
- *
- * A case whose fix belongs to the upload pipeline (routes/images/upload-image.ts, services/upload.ts,
- * http/multipart.ts, images/*) and which the service does not meet yet is a `test.todo` with the expected
- * behaviour written out: `bun test --todo test/hostile.test.ts` runs it.
  */
 
 // the preload's setDefaultTimeout reaches only the first file of a multi-file run (Bun 1.4): set it here too
@@ -560,7 +556,7 @@ describe("files", () => {
     }
   });
 
-  test.todo("a GIF whose logical screen claims 65535×65535 is refused from its header (the stated pixel rule)", async () => {
+  test("a GIF whose logical screen claims 65535×65535 is refused from its header (the stated pixel rule)", async () => {
     const huge = Buffer.from(gif);
     huge.writeUInt16LE(65535, 6);
     huge.writeUInt16LE(65535, 8);

@@ -9,6 +9,8 @@ export interface Inspection {
   pages: number;
   /** JPEG only: how many scans the decoder must run (1 for baseline, about 10 for a usual progressive file). */
   scans: number;
+  /** The largest canvas the header declares (a GIF's logical screen may be larger than its frame): what the pixel limit judges. */
+  declared: { width: number; height: number };
 }
 
 /**
@@ -28,7 +30,9 @@ export async function inspectImage(bytes: Uint8Array): Promise<Inspection | null
   if (!width || !height) return null;
   // without `pages: -1`, sharp reports the first frame of an animation
   const scans = sniffed?.mime === "image/jpeg" ? jpegScanCount(bytes) : 1;
-  return { sniffedMime: sniffed?.mime ?? null, width, height, pages: meta.pages ?? 1, scans };
+  const screen = sniffed?.mime === "image/gif" && bytes.length >= 10 ? { width: bytes[6]! | (bytes[7]! << 8), height: bytes[8]! | (bytes[9]! << 8) } : null;
+  const declared = screen && screen.width * screen.height > width * height ? screen : { width, height };
+  return { sniffedMime: sniffed?.mime ?? null, width, height, pages: meta.pages ?? 1, scans, declared };
 }
 
 /**

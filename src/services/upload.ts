@@ -130,8 +130,9 @@ async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
   }
   const inspection = await inspectImage(upload.bytes);
   if (!inspection || inspection.sniffedMime !== upload.mimetype) throw notAValidImage(upload);
-  if (inspection.width * inspection.height > group.maxPixels) {
-    throw badRequest(`The image has ${inspection.width}×${inspection.height} pixels; the limit is ${group.maxPixels} pixels.`);
+  const { width, height } = inspection.declared;
+  if (width * height > group.maxPixels) {
+    throw badRequest(`The image has ${width}×${height} pixels; the limit is ${group.maxPixels} pixels.`);
   }
   return inspection;
 }
