@@ -68,11 +68,16 @@ export class FairWorkQueue {
 
 const busy = (message: string) => new AppError("too_many_requests", message, undefined, { "retry-after": "2" });
 
-export const defaultWorkQueueLimits = (): WorkQueueLimits => ({
-  concurrency: Math.max(1, availableParallelism()),
-  waitingPerSubject: 8,
-  waiting: 256,
-});
+/**
+ * Decodes run on the runtime's worker pool (UV_THREADPOOL_SIZE threads, by default as many as cores), which also
+ * serves every other image inspection and file write: a decode running on each of its threads would make the
+ * other callers' cheap steps wait behind it. So at most pool − 1 decodes run at once, and no more than cores.
+ */
+export const defaultWorkQueueLimits = (): WorkQueueLimits => {
+  const cores = Math.max(1, availableParallelism());
+  const pool = Number(process.env.UV_THREADPOOL_SIZE) || cores;
+  return { concurrency: Math.max(1, Math.min(cores, pool - 1)), waitingPerSubject: 8, waiting: 256 };
+};
 
 /** The process's image work: the cores are the process's, so is the queue. */
 export const imageWork = new FairWorkQueue(defaultWorkQueueLimits());
