@@ -11,15 +11,15 @@ import { createTestContext, type TestContext, type TestUser } from "./support/ha
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
 
+// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
+setDefaultTimeout(60_000);
+
 const root = resolve(import.meta.dir, "..");
 const generatedRoot = resolve(CLIENT_DIR, "..");
 
 /** Compiled with the generated code: the SDK's types must be usable and mean what the spec says. */
 const USAGE = `import { createClient } from "./hey-api/client";
 import { deleteImage, listImages, uploadImage, type Image, type ImagePage } from "./hey-api";
-
-// servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
-setDefaultTimeout(60_000);
 
 const client = createClient({ baseUrl: "http://127.0.0.1:1", auth: () => "token" });
 
