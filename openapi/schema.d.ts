@@ -129,7 +129,7 @@ export interface paths {
         };
         /**
          * Read the site settings
-         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call) and `guest_upload_enabled` (uploads and strategy listing without a token).
+         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call and every page of the user center), `guest_upload_enabled` (uploads and strategy listing without a token) and `registration_enabled` (sign-up on the user center).
          */
         get: operations["adminGetSettings"];
         put?: never;
@@ -275,7 +275,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user (enabled, group, capacity, name)
-         * @description Enables or disables the account (disabled → 403 on every call), moves it to another group, or changes its capacity (`null` = the group's default).
+         * @description Enables or disables the account (disabled → 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password ends the user's signed-in sessions.
          */
         patch: operations["adminUpdateUser"];
         trace?: never;
@@ -461,8 +461,8 @@ export interface components {
             size: number;
             /**
              * Format: uri
-             * @description The user's home address on this site. The service has no web dashboard; this is the site address.
-             * @example https://img.example.com/
+             * @description The user's dashboard in the user center of this site (sign in with the account's password).
+             * @example https://img.example.com/user/dashboard
              */
             url: string;
             /** @example 3 */
@@ -675,16 +675,20 @@ export interface components {
             data: components["schemas"]["Settings"];
         };
         Settings: {
-            /** @description Site-wide API switch; off = 403 on every /api/v1 call */
+            /** @description Site-wide API switch; off = 403 on every /api/v1 call and every page of the user center */
             api_enabled: boolean;
             /** @description Allow uploads and strategy listing without a token */
             guest_upload_enabled: boolean;
+            /** @description Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group */
+            registration_enabled: boolean;
         };
         SettingsInput: {
-            /** @description Site-wide API switch; off = 403 on every /api/v1 call */
+            /** @description Site-wide API switch; off = 403 on every /api/v1 call and every page of the user center */
             api_enabled?: boolean;
             /** @description Allow uploads and strategy listing without a token */
             guest_upload_enabled?: boolean;
+            /** @description Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group */
+            registration_enabled?: boolean;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         GroupListResponse: components["schemas"]["Envelope"] & {
@@ -876,6 +880,7 @@ export interface components {
             /** Format: email */
             email: string;
             name?: string;
+            /** @description For the user center's sign-in; stored as an argon2id hash */
             password?: string;
             /** @description Default: the default group */
             group_id?: number;
@@ -889,6 +894,8 @@ export interface components {
             group_id?: number;
             capacity_kb?: number | null;
             name?: string;
+            /** @description A new password for the user center's sign-in (stored as an argon2id hash), or null to remove it; either ends the user's signed-in sessions */
+            password?: string | null;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         PermanentTokenResponse: components["schemas"]["Envelope"] & {

@@ -88,13 +88,16 @@ export function createApp(deps: Deps) {
 
   let served: unknown;
   app.get("/api/v1/openapi.json", (c) => c.json((served ??= buildDocument(app, deps.config.baseUrl))));
-  app.get("/", (c) =>
-    c.json({
+  app.get("/", (c) => {
+    c.header("Vary", "Accept");
+    // a browser gets the user center (its sign-in page or dashboard); API clients the JSON below
+    if (c.req.header("accept")?.includes("text/html")) return c.redirect("/user/dashboard", 303);
+    return c.json({
       status: true,
       message: "success",
       data: { name: apiInfo.title, api: `${deps.config.baseUrl}/api/v1`, docs: `${deps.config.baseUrl}/docs`, openapi: `${deps.config.baseUrl}/api/v1/openapi.json` },
-    }),
-  );
+    });
+  });
 
   app.notFound((c) => c.json(failure("Not found."), 404));
   app.onError((err, c) => {

@@ -36,7 +36,7 @@ describe("GET /api/v1/profile", () => {
         email: `${alice.username}@example.com`,
         capacity: 1048576,
         size: 0,
-        url: `${BASE_URL}/`,
+        url: `${BASE_URL}/user/dashboard`,
         image_num: 0,
         album_num: 0,
         registered_ip: "203.0.113.7",

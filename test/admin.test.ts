@@ -23,7 +23,7 @@ const call = (method: string, path: string, body?: unknown, type = "application/
 
 describe("administration API", () => {
   test("the seeded database: settings, a default and a guest group, one local strategy linked to both", async () => {
-    expect(await ctx.admin("GET", "/api/admin/settings")).toEqual({ api_enabled: true, guest_upload_enabled: false });
+    expect(await ctx.admin("GET", "/api/admin/settings")).toEqual({ api_enabled: true, guest_upload_enabled: false, registration_enabled: false });
     const { groups } = await ctx.admin("GET", "/api/admin/groups");
     expect(groups.map((g: any) => [g.name, g.is_default, g.is_guest, g.enabled, g.allow_api, g.strategy_ids])).toEqual([
       ["Default", true, false, true, true, [1]],

@@ -198,7 +198,7 @@ describe("settings", () => {
   test("settings set guest_upload_enabled true, then settings get shows it", async () => {
     expect(await ok("settings", "set", "guest_upload_enabled", "true")).toMatch(/^guest_upload_enabled: +true$/m);
     expect(await ok("settings", "get")).toMatch(/^guest_upload_enabled: +true$/m);
-    expect(JSON.parse(await ok("settings", "get", "--json"))).toEqual({ api_enabled: true, guest_upload_enabled: true });
+    expect(JSON.parse(await ok("settings", "get", "--json"))).toEqual({ api_enabled: true, guest_upload_enabled: true, registration_enabled: false });
 
     await ok("settings", "set", "guest_upload_enabled", "false");
     expect(await ok("settings", "get")).toMatch(/^guest_upload_enabled: +false$/m);

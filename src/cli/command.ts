@@ -12,6 +12,8 @@ export interface Invocation<A extends string, O extends string> {
   /** The admin API client, made on first use: a command refused for its arguments needs neither server nor token. */
   api(): AdminApi;
   out: Output;
+  /** Reads a secret from standard input (see Io.readSecret). */
+  readSecret(prompt: string, repeat?: string): Promise<string>;
 }
 
 export interface Command<A extends string = string, O extends string = string> {

@@ -40,7 +40,11 @@ export async function main(argv: string[], env: Env, io: Io): Promise<number> {
     const name = `${word} ${action}`;
     const { args, options, json } = parseCommandArgs(argv, name, cmd);
     let api: AdminApi | undefined;
-    await cmd.run({ name, args, options, api: () => (api ??= connect(env)), out: new Output(io, json) });
+    const readSecret = (prompt: string, repeat?: string) => {
+      if (!io.readSecret) throw new CliError(`${name} reads from standard input, and there is none here`);
+      return io.readSecret(prompt, repeat);
+    };
+    await cmd.run({ name, args, options, api: () => (api ??= connect(env)), out: new Output(io, json), readSecret });
     return 0;
   } catch (e) {
     if (!(e instanceof CliError)) {
@@ -54,11 +58,58 @@ export async function main(argv: string[], env: Env, io: Io): Promise<number> {
   }
 }
 
+/**
+ * A terminal: the prompt on stderr and the keys read without echo, twice when `repeat` is given (they must agree);
+ * a pipe or a file: its first line.
+ */
+async function readSecretFromStdin(prompt: string, repeat?: string): Promise<string> {
+  if (!process.stdin.isTTY) {
+    const text = await new Response(Bun.stdin.stream()).text();
+    return text.split(/\r?\n/)[0] ?? "";
+  }
+  const first = await readKeys(prompt);
+  if (repeat !== undefined && (await readKeys(repeat)) !== first) throw new CliError("the two entries differ: nothing was changed");
+  return first;
+}
+
+async function readKeys(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.resume();
+  stdin.setEncoding("utf8");
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      let typed = "";
+      const onData = (chunk: string) => {
+        for (const ch of chunk) {
+          if (ch === "\r" || ch === "\n" || ch === "\u0004") {
+            stdin.off("data", onData);
+            return resolve(typed);
+          }
+          if (ch === "\u0003") {
+            stdin.off("data", onData);
+            return reject(new CliError("interrupted"));
+          }
+          if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
+          else typed += ch;
+        }
+      };
+      stdin.on("data", onData);
+    });
+  } finally {
+    stdin.setRawMode(false);
+    stdin.pause();
+    process.stderr.write("\n");
+  }
+}
+
 /** Runs the CLI on this process's arguments and environment, and sets its exit code. */
 export async function runAsProcess() {
   process.exitCode = await main(process.argv.slice(2), process.env, {
     out: (s) => console.log(s),
     err: (s) => console.error(s),
+    readSecret: readSecretFromStdin,
   });
 }
 

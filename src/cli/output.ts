@@ -3,6 +3,12 @@
 export interface Io {
   out(s: string): void;
   err(s: string): void;
+  /**
+   * Reads a secret (a password) from standard input: typed at a prompt without echo on a terminal, else the first
+   * line of what is piped in. On a terminal, `repeat` asks a second time and the two must agree. Never from the
+   * command line, where the process list and the shell history would keep it.
+   */
+  readSecret?(prompt: string, repeat?: string): Promise<string>;
 }
 
 function formatValue(v: unknown): string {

@@ -22,6 +22,8 @@ export const settings = pgTable("settings", {
   id: integer("id").primaryKey().default(1),
   apiEnabled: boolean("api_enabled").notNull().default(true),
   guestUploadEnabled: boolean("guest_upload_enabled").notNull().default(false),
+  // visitors may create their own account on the user center's sign-up page
+  registrationEnabled: boolean("registration_enabled").notNull().default(false),
 });
 
 export type ReviewProvider = "none" | "webhook";
@@ -96,7 +98,35 @@ export const users = pgTable(
     passwordHash: text("password_hash"),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex("users_username_key").on(t.username), uniqueIndex("users_email_key").on(t.email)],
+  (t) => [
+    uniqueIndex("users_username_key").on(t.username),
+    uniqueIndex("users_email_key").on(t.email),
+    // sign-in by username ignores case
+    index("users_username_lower_idx").on(sql`lower(${t.username})`),
+  ],
+);
+
+/**
+ * Signed-in browser sessions of the user center. The cookie holds a random secret; only its SHA-256 is stored,
+ * so every instance knows a session and a database leak signs nobody in. The form token (CSRF) is derived from
+ * the secret, not stored. A session ends at `expires_at` (idle and absolute limits) or when it is deleted (sign-out).
+ */
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: serial("id").primaryKey(),
+    secretHash: text("secret_hash").notNull(),
+    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    ip: text("ip").notNull().default(""),
+    createdAt: createdAt(),
+    lastSeenAt: timestamp("last_seen_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [
+    uniqueIndex("sessions_secret_hash_key").on(t.secretHash),
+    index("sessions_user_idx").on(t.userId),
+    index("sessions_expires_at_idx").on(t.expiresAt),
+  ],
 );
 
 export const albums = pgTable(
@@ -124,12 +154,19 @@ export const tokens = pgTable(
     revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
     // the permanent token that issued a temporary one; a temporary token never outlives its issuer
     parentTokenId: integer("parent_token_id").references((): AnyPgColumn => tokens.id, { onDelete: "cascade" }),
+    // the user center's session that obtained this temporary token for its upload page: sign-out removes it
+    sessionId: integer("session_id").references(() => sessions.id, { onDelete: "cascade" }),
+    // the owner's name for a permanent token, shown on the API Tokens page
+    label: text("label"),
+    // written at most once a minute per token, off the request's path
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
   (t) => [
     uniqueIndex("tokens_secret_hash_key").on(t.secretHash),
     index("tokens_user_idx").on(t.userId),
     index("tokens_parent_idx").on(t.parentTokenId).where(sql`${t.parentTokenId} is not null`),
+    index("tokens_session_idx").on(t.sessionId).where(sql`${t.sessionId} is not null`),
   ],
 );
 

@@ -1,12 +1,14 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getGuestGroup, type Group } from "../db/repositories/groups.ts";
-import { getSettings } from "../db/repositories/settings.ts";
+import { getSettings, type Settings } from "../db/repositories/settings.ts";
 import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
+import type { User } from "../db/repositories/users.ts";
 import type { Deps } from "../deps.ts";
 import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
+import { noteTokenUse } from "../services/tokens.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
 import type { AppEnv, RequestEnv, UserEnv } from "./types.ts";
 import { INT4_MAX } from "./validation.ts";
@@ -34,6 +36,20 @@ function groupGate(group: Group) {
   if (!group.allowApi) throw forbidden("Your user group is not allowed to use the API.");
 }
 
+/** The site-wide API switch (contract 5, rule 3): every /api/v1 call and every page of the user center. */
+export function siteGate(settings: Settings) {
+  if (!settings.apiEnabled) throw forbidden("The API is disabled on this site.");
+}
+
+/** The account's own flags (contract 5, rule 3): the account, then its group. The user center's sessions pass the same gates. */
+export function accountGate(user: User, group: Group) {
+  if (!user.enabled) throw forbidden("Your account is disabled.");
+  groupGate(group);
+}
+
+/** The settings row, kept for at most the lookup cache's bound like every other authentication lookup. */
+export const currentSettings = (deps: Deps) => lookupCacheFor(deps).remember("settings", () => getSettings(deps.db));
+
 /**
  * Contract section 5, in order: the site-wide switch (403) first; then a present credential must be
  * valid (401) and is never downgraded to a guest; a temporary token beyond upload is 403; account and
@@ -45,10 +61,10 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
   // both lookups at once, each kept for at most AUTH_CACHE_MS; the switch still decides first
   const cache = lookupCacheFor(deps);
   const [settings, found] = await Promise.all([
-    cache.remember("settings", () => getSettings(deps.db)),
+    currentSettings(deps),
     token === null ? null : cache.remember(`token:${sha256Hex(token)}`, () => lookupToken(deps, token)),
   ]);
-  if (!settings.apiEnabled) throw forbidden("The API is disabled on this site.");
+  siteGate(settings);
 
   if (token !== null) {
     if (!found) throw unauthorized("Invalid token.");
@@ -58,8 +74,8 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
     if (row.kind === "temporary" && !rule.temporary) {
       throw forbidden("A temporary upload token can only be used for POST /upload.");
     }
-    if (!user.enabled) throw forbidden("Your account is disabled.");
-    groupGate(group);
+    accountGate(user, group);
+    noteTokenUse(deps, row.id);
     return { kind: "user", user, group, tokenKind: row.kind, tokenId: row.id };
   }
 

@@ -11,7 +11,8 @@ export function toProfile(user: User, group: Group, baseUrl: string) {
     email: user.email,
     capacity: capacityKbOf(user, group),
     size: user.usedBytes / 1024,
-    url: `${baseUrl}/`,
+    // the user center's dashboard
+    url: `${baseUrl}/user/dashboard`,
     image_num: user.imageNum,
     album_num: user.albumNum,
     registered_ip: user.registeredIp,

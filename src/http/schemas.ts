@@ -58,8 +58,8 @@ export const Profile = z
     capacity: z.number().openapi({ description: "Total capacity, KB", example: 1048576 }),
     size: z.number().openapi({ description: "Used space, KB (may be fractional)", example: 120.5 }),
     url: z.url().openapi({
-      description: "The user's home address on this site. The service has no web dashboard; this is the site address.",
-      example: "https://img.example.com/",
+      description: "The user's dashboard in the user center of this site (sign in with the account's password).",
+      example: "https://img.example.com/user/dashboard",
     }),
     image_num: z.number().int().openapi({ example: 3 }),
     album_num: z.number().int().openapi({ example: 1 }),

@@ -15,6 +15,7 @@ import * as health from "./site/health.ts";
 import * as serveObject from "./site/serve-object.ts";
 import * as listStrategies from "./strategies/list-strategies.ts";
 import * as createTemporaryTokens from "./tokens/create-temporary-tokens.ts";
+import * as userCenter from "../web/index.ts";
 
 const modules = [
   getProfile,
@@ -32,6 +33,8 @@ const modules = [
   health,
   serveObject,
   docs,
+  // the user center's pages (plain routes, outside the spec)
+  userCenter,
 ];
 
 export function registerRoutes(app: OpenAPIHono<AppEnv>) {

@@ -414,7 +414,7 @@ operation('/api/admin/settings > Read the site settings', {
 });
 operation(
   '/api/admin/settings > Change the site settings',
-  adminWrite(null, () => ({ api_enabled: true, guest_upload_enabled: false }), { api_enabled: 'yes' }),
+  adminWrite(null, () => ({ api_enabled: true, guest_upload_enabled: false, registration_enabled: false }), { api_enabled: 'yes' }),
 );
 
 operation('/api/admin/groups > List user groups', { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
@@ -471,7 +471,8 @@ operation('/api/admin/users/{id} > Read a user', {
   500: skip(SKIP_500),
 });
 operation('/api/admin/users/{id} > Change a user (enabled, group, capacity, name)', {
-  ...adminWrite(() => `/api/admin/users/${s.alice.id}`, () => ({ name: 'Alice', enabled: true }), { capacity_kb: -1 }),
+  // a password for the user center's sign-in too (at least 8 characters: a shorter one is another 422)
+  ...adminWrite(() => `/api/admin/users/${s.alice.id}`, () => ({ name: 'Alice', enabled: true, password: 'contract password' }), { capacity_kb: -1 }),
   404: missing(`/api/admin/users/${MISSING_ID}`, { name: 'Nobody' }),
 });
 operation('/api/admin/users/{id}/tokens > Create a permanent API token for a user', {

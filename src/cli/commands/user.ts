@@ -55,18 +55,21 @@ export const userCommands: CommandGroup = {
   title: "Users (<user> is a username or a numeric id):",
   commands: {
     create: command({
-      usage: "<username> --email <e> [--name <n>] [--password <p>] [--group <id>] [--capacity <kb>]",
-      summary: "Create a user",
+      usage: "<username> --email <e> [--name <n>] [--group <id>] [--capacity <kb>]",
+      summary: "Create a user (then 'user set-password' for the user center's sign-in)",
       args: ["username"],
+      // --password is declared only to refuse it with a reason
       options: ["email", "name", "password", "group", "capacity"],
       async run(inv) {
         const { args, options, api, out } = inv;
+        if (options.password !== undefined) {
+          throw usageError(`${inv.name} takes no --password (the process list and the shell history would keep it): create the user, then run 'user set-password ${args.username}'`);
+        }
         const email = requireOption(inv, "email", "<e>");
         const body: CreateUserInput = {
           username: args.username,
           email,
           name: options.name,
-          password: options.password,
           group_id: ifGiven(options.group, parseGroup),
           capacity_kb: ifGiven(options.capacity, parseCapacity),
         };
@@ -106,6 +109,19 @@ export const userCommands: CommandGroup = {
           ]),
         ),
     ),
+    "set-password": command({
+      usage: "<user>",
+      summary: "Set the password a user signs in to the user center with (read from standard input, or typed at a prompt)",
+      notes: ["    e.g. printf '%s\\n' \"$PASSWORD\" | bun run cli user set-password alice; the user's sessions end"],
+      args: ["user"],
+      async run({ args, api, out, readSecret }) {
+        const { id } = await resolveUser(api(), args.user);
+        const password = await readSecret(`New password for ${args.user}: `, "Again: ");
+        if (password === "") throw new CliError("no password given: type it at the prompt, or send it on standard input");
+        const user = await payload(api().PATCH("/api/admin/users/{id}", { params: { path: { id } }, body: { password } }));
+        out.result(user, () => out.line(`Password set for ${user.username} (id ${user.id}); their signed-in sessions have ended.`));
+      },
+    }),
     enable: setEnabled(true),
     disable: setEnabled(false),
     set: command({

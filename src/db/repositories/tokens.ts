@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, lt } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lt, or } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { groups, tokens, users } from "../schema.ts";
 
@@ -54,20 +54,55 @@ export async function revokeToken(db: Executor, id: number, at: Date): Promise<b
   });
 }
 
+/** What may be shown of a token: everything but its secret hash. */
+const shown = {
+  id: tokens.id,
+  kind: tokens.kind,
+  label: tokens.label,
+  createdAt: tokens.createdAt,
+  lastUsedAt: tokens.lastUsedAt,
+  expiredAt: tokens.expiredAt,
+  revokedAt: tokens.revokedAt,
+  parentTokenId: tokens.parentTokenId,
+};
+
 /** A user's tokens, oldest first, without their secret hashes. */
 export async function listTokensForUser(db: Executor, userId: number) {
+  return db.select(shown).from(tokens).where(eq(tokens.userId, userId)).orderBy(asc(tokens.id));
+}
+
+/**
+ * The tokens the owner manages on the API Tokens page, newest first: permanent tokens not revoked, and temporary
+ * tokens still valid that were not obtained by a signed-in page for its own uploads. Never the secret.
+ */
+export async function listActiveTokensForOwner(db: Executor, userId: number, now: Date) {
   return db
-    .select({
-      id: tokens.id,
-      kind: tokens.kind,
-      createdAt: tokens.createdAt,
-      expiredAt: tokens.expiredAt,
-      revokedAt: tokens.revokedAt,
-      parentTokenId: tokens.parentTokenId,
-    })
+    .select(shown)
     .from(tokens)
-    .where(eq(tokens.userId, userId))
-    .orderBy(asc(tokens.id));
+    .where(
+      and(
+        eq(tokens.userId, userId),
+        isNull(tokens.revokedAt),
+        isNull(tokens.sessionId),
+        or(eq(tokens.kind, "permanent"), gt(tokens.expiredAt, now)),
+      ),
+    )
+    .orderBy(desc(tokens.id));
+}
+
+/** Revokes the owner's token (and what it issued); false when it is missing or another account's. */
+export async function revokeTokenForOwner(db: Executor, id: number, ownerId: number, at: Date): Promise<boolean> {
+  const [own] = await db.select({ id: tokens.id }).from(tokens).where(and(eq(tokens.id, id), eq(tokens.userId, ownerId)));
+  return own !== undefined && revokeToken(db, id, at);
+}
+
+/** Records that the token was used now, unless that was recorded less than a minute ago (by any instance). */
+export async function recordTokenUse(db: Executor, id: number, now: Date) {
+  const minuteAgo = new Date(now.getTime() - 60_000);
+  await db
+    .update(tokens)
+    .set({ lastUsedAt: now })
+    .where(and(eq(tokens.id, id), or(isNull(tokens.lastUsedAt), lt(tokens.lastUsedAt, minuteAgo))));
 }
 
 /** Drops temporary tokens that expired more than a day ago (kept a little for clearer 401s in logs). */

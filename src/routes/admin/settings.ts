@@ -8,8 +8,11 @@ import { adminRoute, jsonBody } from "./common.ts";
 
 const Settings = z
   .object({
-    api_enabled: z.boolean().openapi({ description: "Site-wide API switch; off = 403 on every /api/v1 call" }),
+    api_enabled: z.boolean().openapi({ description: "Site-wide API switch; off = 403 on every /api/v1 call and every page of the user center" }),
     guest_upload_enabled: z.boolean().openapi({ description: "Allow uploads and strategy listing without a token" }),
+    registration_enabled: z
+      .boolean()
+      .openapi({ description: "Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group" }),
   })
   .openapi("Settings");
 
@@ -17,6 +20,7 @@ const SettingsResponse = envelope(Settings, "SettingsResponse");
 const toOutput = (s: Awaited<ReturnType<typeof getSettings>>) => ({
   api_enabled: s.apiEnabled,
   guest_upload_enabled: s.guestUploadEnabled,
+  registration_enabled: s.registrationEnabled,
 });
 
 export function register(app: OpenAPIHono<AppEnv>) {
@@ -26,7 +30,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/settings",
       operationId: "adminGetSettings",
       summary: "Read the site settings",
-      description: "The site-wide switches: `api_enabled` (off \u2192 403 on every /api/v1 call) and `guest_upload_enabled` (uploads and strategy listing without a token).",
+      description:
+        "The site-wide switches: `api_enabled` (off \u2192 403 on every /api/v1 call and every page of the user center), `guest_upload_enabled` (uploads and strategy listing without a token) and `registration_enabled` (sign-up on the user center).",
       responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(401, 500) },
     }),
     async (c) => respond(c, toOutput(await getSettings(c.get("deps").db))),
@@ -46,6 +51,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       const s = await updateSettings(c.get("deps").db, {
         apiEnabled: body.api_enabled,
         guestUploadEnabled: body.guest_upload_enabled,
+        registrationEnabled: body.registration_enabled,
       });
       return respond(c, toOutput(s));
     },

@@ -1,5 +1,6 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { getDefaultGroup, getGroup } from "../../db/repositories/groups.ts";
+import { deleteSessionsOfUser } from "../../db/repositories/sessions.ts";
 import { createUser, getUser, listUsers, updateUser, type User } from "../../db/repositories/users.ts";
 import type { Db } from "../../db/client.ts";
 import { notFound, validationError } from "../../errors.ts";
@@ -9,6 +10,7 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX } from "../../http/validation.ts";
+import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
 import { AdminUser, adminRoute, idParam, jsonBody } from "./common.ts";
 
 const UserResponse = envelope(AdminUser, "AdminUserResponse");
@@ -32,7 +34,7 @@ const CreateUser = z
     username: z.string().regex(/^[A-Za-z0-9_.-]{2,64}$/, "2–64 letters, digits, '_', '.' or '-'"),
     email: z.email(),
     name: z.string().min(1).max(100).optional(),
-    password: z.string().min(8).max(200).optional(),
+    password: z.string().min(PASSWORD_MIN).max(PASSWORD_MAX).optional().openapi({ description: "For the user center's sign-in; stored as an argon2id hash" }),
     group_id: z.number().int().positive().max(INT4_MAX).optional().openapi({ description: "Default: the default group" }),
     capacity_kb: z.number().int().min(0).nullable().optional().openapi({ description: "null or absent = the group's default" }),
     registered_ip: z.string().max(45).optional().openapi({ description: "Default: the address of the admin request" }),
@@ -45,6 +47,9 @@ const UpdateUser = z
     group_id: z.number().int().positive().max(INT4_MAX),
     capacity_kb: z.number().int().min(0).nullable(),
     name: z.string().min(1).max(100),
+    password: z.string().min(PASSWORD_MIN).max(PASSWORD_MAX).nullable().openapi({
+      description: "A new password for the user center's sign-in (stored as an argon2id hash), or null to remove it; either ends the user's signed-in sessions",
+    }),
   })
   .partial()
   .openapi("UpdateUserInput");
@@ -99,7 +104,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
           name: b.name ?? b.username,
           groupId,
           capacityKb: b.capacity_kb ?? null,
-          passwordHash: b.password ? await Bun.password.hash(b.password) : null,
+          passwordHash: b.password ? await hashPassword(b.password) : null,
           registeredIp: b.registered_ip ?? clientIp(c),
         });
         return respond(c, toOutput(user));
@@ -131,7 +136,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users/{id}",
       operationId: "adminUpdateUser",
       summary: "Change a user (enabled, group, capacity, name)",
-      description: "Enables or disables the account (disabled \u2192 403 on every call), moves it to another group, or changes its capacity (`null` = the group's default).",
+      description:
+        "Enables or disables the account (disabled \u2192 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password ends the user's signed-in sessions.",
       request: { params: idParam, body: jsonBody(UpdateUser) },
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
@@ -139,11 +145,13 @@ export function register(app: OpenAPIHono<AppEnv>) {
       const { db } = c.get("deps");
       const b = c.req.valid("json");
       await checkGroup(db, b.group_id);
-      const user = await updateUser(db, c.req.valid("param").id, {
-        enabled: b.enabled,
-        groupId: b.group_id,
-        capacityKb: b.capacity_kb,
-        name: b.name,
+      const id = c.req.valid("param").id;
+      const passwordHash = b.password === undefined ? undefined : b.password === null ? null : await hashPassword(b.password);
+      const user = await db.transaction(async (tx) => {
+        const updated = await updateUser(tx, id, { enabled: b.enabled, groupId: b.group_id, capacityKb: b.capacity_kb, name: b.name, passwordHash });
+        // whoever knew the old password is signed out everywhere
+        if (updated && passwordHash !== undefined) await deleteSessionsOfUser(tx, id);
+        return updated;
       });
       if (!user) throw notFound("User not found.");
       return respond(c, toOutput(user));

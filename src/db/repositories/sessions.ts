@@ -1,0 +1,73 @@
+import { and, asc, desc, eq, gt, lt, or, sql } from "drizzle-orm";
+import type { Executor } from "../client.ts";
+import { albums, groups, sessions, users } from "../schema.ts";
+
+export type Session = typeof sessions.$inferSelect;
+export type NewSession = typeof sessions.$inferInsert;
+
+export async function insertSession(db: Executor, values: NewSession): Promise<Session> {
+  const [row] = await db.insert(sessions).values(values).returning();
+  return row!;
+}
+
+/** The unexpired session with this secret hash, with its account and the account's group, read now (never cached). */
+export async function findLiveSession(db: Executor, secretHash: string, now: Date) {
+  const [row] = await db
+    .select({ session: sessions, user: users, group: groups })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .innerJoin(groups, eq(groups.id, users.groupId))
+    .where(and(eq(sessions.secretHash, secretHash), gt(sessions.expiresAt, now)));
+  return row ?? null;
+}
+
+/** Records a sign of life: the session's idle expiry moves on, never beyond `absoluteEnd`. */
+export async function touchSession(db: Executor, id: number, now: Date, expiresAt: Date) {
+  await db.update(sessions).set({ lastSeenAt: now, expiresAt }).where(eq(sessions.id, id));
+}
+
+/** Ends a session; the temporary upload tokens it obtained go with it (foreign key, on delete cascade). */
+export async function deleteSession(db: Executor, id: number) {
+  await db.delete(sessions).where(eq(sessions.id, id));
+}
+
+/** Ends every session of an account (its password changed). */
+export async function deleteSessionsOfUser(db: Executor, userId: number) {
+  await db.delete(sessions).where(eq(sessions.userId, userId));
+}
+
+/** Forgets sessions that have expired (and the upload tokens they obtained). */
+export async function deleteExpiredSessions(db: Executor, now: Date) {
+  await db.delete(sessions).where(lt(sessions.expiresAt, now));
+}
+
+/**
+ * The account a sign-in names: by username, case ignored, or by email (stored in lower case). Where two usernames
+ * differ only by case, the exact one wins.
+ */
+export async function findUserForSignIn(db: Executor, login: string) {
+  const lowered = login.toLowerCase();
+  const [row] = await db
+    .select({ user: users, group: groups })
+    .from(users)
+    .innerJoin(groups, eq(groups.id, users.groupId))
+    .where(or(eq(sql`lower(${users.username})`, lowered), eq(users.email, lowered)))
+    .orderBy(desc(sql`${users.username} = ${login}`), asc(users.id))
+    .limit(1);
+  return row ?? null;
+}
+
+/** Whether a username (case ignored) or an email is taken already. */
+export async function isUsernameOrEmailTaken(db: Executor, username: string, email: string): Promise<boolean> {
+  const rows = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(or(eq(sql`lower(${users.username})`, username.toLowerCase()), eq(users.email, email.toLowerCase())))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/** The account's albums, by name. */
+export async function listAlbumsForOwner(db: Executor, ownerId: number) {
+  return db.select({ id: albums.id, name: albums.name }).from(albums).where(eq(albums.userId, ownerId)).orderBy(asc(albums.name), asc(albums.id));
+}

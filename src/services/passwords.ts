@@ -1,0 +1,58 @@
+import { AppError } from "../errors.ts";
+
+/** Password length accepted everywhere (admin API, CLI, sign-up): long enough to matter, short enough to hash cheaply. */
+export const PASSWORD_MIN = 8;
+export const PASSWORD_MAX = 200;
+
+/**
+ * argon2id with OWASP's minimum profile (19 MiB, 2 passes): about 30 ms here. Bun.password runs it off the
+ * JavaScript thread; the parameters travel in the hash, so a later change of profile still verifies old hashes.
+ */
+const ARGON2 = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as const;
+
+/**
+ * Hashing costs memory: at most this many run at once, and at most WAITING wait for their turn. A flood of sign-ins
+ * from many addresses (the per-address throttle does not stop many addresses) gets 429 instead of exhausting memory.
+ */
+const CONCURRENT = 4;
+const WAITING = 64;
+let running = 0;
+const queue: (() => void)[] = [];
+
+async function bounded<T>(work: () => Promise<T>): Promise<T> {
+  if (running >= CONCURRENT) {
+    if (queue.length >= WAITING) {
+      throw new AppError("too_many_requests", "Too many sign-ins at once: retry in a few seconds.", undefined, { "retry-after": "2" });
+    }
+    await new Promise<void>((resolve) => queue.push(resolve));
+  } else running++;
+  try {
+    return await work();
+  } finally {
+    const next = queue.shift();
+    if (next) next();
+    else running--;
+  }
+}
+
+export const hashPassword = (password: string) => bounded(() => Bun.password.hash(password, ARGON2));
+
+let dummy: Promise<string> | undefined;
+
+/**
+ * Whether `password` matches `hash`. An account without a password (or no account: `hash` null) is verified against
+ * a dummy hash all the same, so that the answer takes as long whether the account exists or not.
+ */
+export async function verifyPassword(password: string, hash: string | null): Promise<boolean> {
+  if (hash === null) {
+    dummy ??= Bun.password.hash("not the password of anyone", ARGON2);
+    const against = await dummy;
+    await bounded(() => Bun.password.verify(password, against));
+    return false;
+  }
+  try {
+    return await bounded(() => Bun.password.verify(password, hash));
+  } catch {
+    return false; // not a hash Bun.password knows
+  }
+}

@@ -1,0 +1,212 @@
+// The upload page: files chosen or dropped go one after another to POST /api/v1/upload, the public API, with a
+// temporary upload token that the page obtains for the signed-in account. Progress and links per file.
+"use strict";
+
+(() => {
+  const form = document.getElementById("upload-form");
+  const input = document.getElementById("files");
+  const zone = document.getElementById("drop-zone");
+  const list = document.getElementById("upload-list");
+  const formToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") || "";
+  if (!form || !input || !zone || !list) return;
+
+  /** The page's upload token, renewed a minute before it expires (or when the API refuses it). */
+  let current = null;
+  async function uploadToken(renew) {
+    if (!renew && current && current.until - Date.now() > 60_000) return current.token;
+    const res = await fetch(form.getAttribute("data-token-url"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRF-Token": formToken },
+    });
+    let body = null;
+    try {
+      body = await res.json();
+    } catch (_) {
+      body = null;
+    }
+    if (res.status === 401) throw new Error("Your session has ended: sign in again, then retry.");
+    if (!res.ok || !body || body.status !== true) throw new Error((body && body.message) || `The server answered ${res.status}.`);
+    current = { token: body.data.token, until: Date.now() + body.data.expires_in * 1000 };
+    return current.token;
+  }
+
+  /** The optional fields, as the API names them, read when the file's turn comes. */
+  function fields() {
+    const out = [];
+    const value = (name) => form.elements.namedItem(name);
+    const strategy = value("strategy_id");
+    if (strategy && strategy.value) out.push(["strategy_id", strategy.value]);
+    const album = value("album_id");
+    if (album && album.value) out.push(["album_id", album.value]);
+    const permission = form.querySelector('input[name="permission"]:checked');
+    out.push(["permission", permission ? permission.value : "1"]);
+    const expiry = value("expired_at");
+    if (expiry && expiry.value) {
+      const at = new Date(expiry.value); // the browser's local time, sent with its offset (UTC)
+      if (!Number.isNaN(at.getTime())) out.push(["expired_at", at.toISOString()]);
+    }
+    return out;
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else node.setAttribute(k, v);
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+
+  function human(bytes) {
+    const units = ["B", "KB", "MB", "GB"];
+    let v = bytes;
+    let u = 0;
+    while (v >= 1024 && u < units.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    return `${u === 0 || v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[u]}`;
+  }
+
+  /** One file's line: preview, name, progress, state, and its links once stored. */
+  function row(file) {
+    const preview = el("img", { alt: "" });
+    const url = URL.createObjectURL(file);
+    preview.src = url;
+    preview.addEventListener("load", () => URL.revokeObjectURL(url), { once: true });
+    preview.addEventListener(
+      "error",
+      () => {
+        URL.revokeObjectURL(url);
+        preview.removeAttribute("src"); // no broken-image icon for a file that is not an image
+      },
+      { once: true },
+    );
+    const progress = el("progress", { max: "100", value: "0", "aria-label": `Upload progress of ${file.name}` });
+    const state = el("p", { class: "state", text: "Waiting…" });
+    const links = el("div", { class: "links" });
+    const item = el("li", { class: "upload", "data-name": file.name }, preview, el("p", { class: "name", text: `${file.name} (${human(file.size)})` }), progress, state, links);
+    list.prepend(item);
+    return {
+      progress(fraction) {
+        progress.value = Math.round(fraction * 100);
+        state.textContent = `Uploading… ${Math.round(fraction * 100)}%`;
+      },
+      processing() {
+        progress.value = 100;
+        state.textContent = "Processing…";
+      },
+      failed(message) {
+        item.classList.add("failed");
+        progress.remove();
+        state.textContent = `Refused: ${message}`;
+        state.setAttribute("role", "alert");
+      },
+      done(image) {
+        item.classList.add("done");
+        progress.remove();
+        preview.src = image.thumbnail_url;
+        preview.alt = image.origin_name;
+        state.textContent = "Uploaded.";
+        const copy = (text, label, name) => el("button", { type: "button", class: "copy", "data-copy": text, "data-copy-name": name || label, text: label });
+        links.append(
+          el("a", { href: image.url, target: "_blank", rel: "noopener", text: "Open" }),
+          copy(image.url, "URL"),
+          copy(image.html, "HTML"),
+          copy(image.bbcode, "BBCode"),
+          copy(image.markdown, "Markdown"),
+          copy(image.markdown_with_link, "MD + link", "Markdown with link"),
+        );
+      },
+    };
+  }
+
+  function send(file, token, line) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", "/api/v1/upload");
+      xhr.setRequestHeader("Authorization", `Bearer ${token}`);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.addEventListener("progress", (e) => {
+        if (e.lengthComputable) line.progress(e.loaded / e.total);
+      });
+      xhr.upload.addEventListener("load", () => line.processing());
+      xhr.addEventListener("load", () => {
+        let body = null;
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch (_) {
+          body = null;
+        }
+        resolve({ status: xhr.status, body });
+      });
+      xhr.addEventListener("error", () => resolve({ status: 0, body: null }));
+      xhr.addEventListener("abort", () => resolve({ status: 0, body: null }));
+      const data = new FormData();
+      for (const [name, value] of fields()) data.append(name, value);
+      data.append("file", file, file.name); // the small fields first, the file last
+      xhr.send(data);
+    });
+  }
+
+  async function uploadOne(file, line) {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      let token;
+      try {
+        token = await uploadToken(attempt > 0);
+      } catch (e) {
+        line.failed(e.message);
+        return;
+      }
+      const { status, body } = await send(file, token, line);
+      if (status === 200 && body && body.status === true) {
+        line.done(body.data);
+        return;
+      }
+      if (status === 401 && attempt === 0) continue; // the token expired meanwhile: a fresh one, once
+      line.failed((body && body.message) || (status === 0 ? "the connection failed." : `the server answered ${status}.`));
+      return;
+    }
+  }
+
+  const queue = [];
+  let running = false;
+  async function drain() {
+    if (running) return;
+    running = true;
+    while (queue.length > 0) {
+      const { file, line } = queue.shift();
+      await uploadOne(file, line);
+    }
+    running = false;
+  }
+
+  function add(files) {
+    for (const file of files) queue.push({ file, line: row(file) });
+    drain();
+  }
+
+  input.addEventListener("change", () => {
+    add(Array.from(input.files || []));
+    input.value = ""; // the same file may be chosen again
+  });
+  form.addEventListener("submit", (e) => e.preventDefault());
+
+  for (const type of ["dragenter", "dragover"]) {
+    zone.addEventListener(type, (e) => {
+      e.preventDefault();
+      zone.classList.add("over");
+    });
+  }
+  for (const type of ["dragleave", "dragend"]) zone.addEventListener(type, () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (e) => {
+    e.preventDefault();
+    zone.classList.remove("over");
+    add(Array.from((e.dataTransfer && e.dataTransfer.files) || []));
+  });
+  // a file dropped beside the zone is not opened by the browser in place of the page
+  for (const type of ["dragover", "drop"]) document.addEventListener(type, (e) => e.preventDefault());
+})();

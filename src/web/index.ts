@@ -1,0 +1,107 @@
+/**
+ * The user center: server-rendered pages (hono/jsx) under /user, one file per page, calling the same services as
+ * the API. Plain routes, not OpenAPI ones: they are not part of the v1 contract and stay out of its spec.
+ *
+ *   /user/login, /user/logout, /user/register   sign-in, sign-out, sign-up (when enabled)
+ *   /user/dashboard                              the profile's `url`
+ *   /user/images, /user/upload, /user/tokens     images, upload, API tokens
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { AppError, badRequest } from "../errors.ts";
+import { failure } from "../http/envelope.ts";
+import type { AppEnv } from "../http/types.ts";
+import * as dashboard from "./dashboard.tsx";
+import { ErrorPage } from "./error-page.tsx";
+import * as images from "./images.tsx";
+import { assets } from "./layout.tsx";
+import * as login from "./login.tsx";
+import * as registration from "./register.tsx";
+import { BASE, clearSessionCookie, SignInRequired, type SignedIn, type WebEnv } from "./session.ts";
+import * as tokens from "./tokens.tsx";
+import * as upload from "./upload.tsx";
+
+/** What a page may load: itself only, and images from wherever the strategies serve them. */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data: blob: https: http:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join("; ");
+
+/** Forms carry a few fields; nothing of the user center takes a file (uploads go to the API). */
+const FORM_LIMIT = 64 * 1024;
+
+/** The page's scripts ask for JSON (the upload token); everything else is a page. */
+const wantsJson = (accept: string | undefined) => !!accept && accept.includes("application/json") && !accept.includes("text/html");
+
+export function createWebApp() {
+  const web = new Hono<WebEnv>();
+
+  web.use("*", async (c, next) => {
+    await next();
+    if (!c.res.headers.has("content-security-policy")) c.header("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("X-Frame-Options", "DENY");
+    c.header("Referrer-Policy", "same-origin");
+    if (!c.res.headers.has("cache-control")) c.header("Cache-Control", "private, no-cache");
+  });
+  web.use(
+    "*",
+    bodyLimit({
+      maxSize: FORM_LIMIT,
+      onError: () => {
+        throw badRequest("The form is larger than 64 KB.");
+      },
+    }),
+  );
+
+  for (const file of Object.values(assets)) {
+    const type = file.name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
+    web.get(`/assets/${file.name}`, (c) => c.body(file.body, 200, { "content-type": type, "cache-control": "public, max-age=86400" }));
+  }
+
+  web.get("/", (c) => c.redirect(`${BASE}/dashboard`, 303));
+  login.register(web);
+  registration.register(web);
+  dashboard.register(web);
+  images.register(web);
+  upload.register(web);
+  tokens.register(web);
+
+  web.all("*", () => {
+    throw new AppError("not_found", "There is no such page.");
+  });
+
+  web.onError((err, c) => {
+    const json = wantsJson(c.req.header("accept"));
+    if (err instanceof SignInRequired) {
+      if (json) return c.json(failure(err.message), 401);
+      const next = c.req.method === "GET" ? `?next=${encodeURIComponent(c.req.path + (new URL(c.req.url).search || ""))}` : "";
+      if (c.req.method !== "GET") clearSessionCookie(c);
+      return c.redirect(`${BASE}/login${next}`, 303);
+    }
+    const known = err instanceof AppError && err.status !== 500;
+    const status = known ? err.status : 500;
+    const requestId = c.get("requestId");
+    if (!known) console.error(`[${requestId}] ${c.req.method} ${c.req.path}:`, err instanceof AppError ? (err.cause ?? err.message) : err);
+    const message = known || err instanceof AppError ? err.message : "Something went wrong on the server.";
+    const headers = err instanceof AppError ? err.headers : undefined;
+    if (json) return c.json(known ? failure(message) : { ...failure(message), request_id: requestId }, status, headers);
+    const signedIn = (c.var as { signedIn?: SignedIn }).signedIn;
+    return c.html(ErrorPage({ status, message, requestId: known ? undefined : requestId, signedIn }), status, headers);
+  });
+
+  return web;
+}
+
+export function register(app: OpenAPIHono<AppEnv>) {
+  // the sub-app's "/" is /user; /user/ is the same place
+  app.get(`${BASE}/`, (c) => c.redirect(`${BASE}/dashboard`, 303));
+  app.route(BASE, createWebApp());
+}

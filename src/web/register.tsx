@@ -1,0 +1,151 @@
+/** Sign-up, when the administrator has enabled it (`registration_enabled`): the account joins the default group. */
+import { z } from "@hono/zod-openapi";
+import type { Context, Hono } from "hono";
+import { getDefaultGroup } from "../db/repositories/groups.ts";
+import { isUsernameOrEmailTaken } from "../db/repositories/sessions.ts";
+import { createUser } from "../db/repositories/users.ts";
+import { AppError, notFound } from "../errors.ts";
+import { accountGate, clientIp, currentSettings, siteGate } from "../http/auth.ts";
+import { FailedAuthThrottle } from "../http/throttle.ts";
+import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
+import { startSession } from "../services/sessions.ts";
+import { Field, Layout, Notice } from "./layout.tsx";
+import { BASE, requireThisSite, setSessionCookie, type WebEnv } from "./session.ts";
+
+/** Accounts one address may create: 5 at once, then one every 12 minutes. */
+const REGISTRATIONS_PER_ADDRESS = { burst: 5, perMinute: 1 / 12 };
+
+export const USERNAME = /^[A-Za-z0-9_.-]{2,64}$/;
+
+const SignUp = z.object({
+  username: z.string().trim().regex(USERNAME, "Use 2–64 letters, digits, '_', '.' or '-'."),
+  email: z.email("Enter a valid email address.").max(254),
+  password: z
+    .string()
+    .min(PASSWORD_MIN, `Use at least ${PASSWORD_MIN} characters.`)
+    .max(PASSWORD_MAX, `Use at most ${PASSWORD_MAX} characters.`),
+});
+
+interface Form {
+  username?: string;
+  email?: string;
+  errors?: Partial<Record<"username" | "email" | "password" | "form", string>>;
+}
+
+function RegisterPage({ username = "", email = "", errors = {} }: Form) {
+  const invalid = (name: keyof typeof errors) => (errors[name] ? { "aria-invalid": "true", "aria-describedby": `${name}-error` } : {});
+  const error = (name: keyof typeof errors) =>
+    errors[name] && (
+      <small id={`${name}-error`} class="field-error">
+        {errors[name]}
+      </small>
+    );
+  return (
+    <Layout title="Create an account">
+      {errors.form && <Notice kind="error">{errors.form}</Notice>}
+      <form class="card narrow" method="post" action={`${BASE}/register`} novalidate>
+        <Field label="Username" id="username" hint="2–64 letters, digits, '_', '.' or '-'">
+          <input id="username" name="username" type="text" value={username} autocomplete="username" required maxlength={64} {...invalid("username")} />
+          {error("username")}
+        </Field>
+        <Field label="Email" id="email">
+          <input id="email" name="email" type="email" value={email} autocomplete="email" required maxlength={254} {...invalid("email")} />
+          {error("email")}
+        </Field>
+        <Field label="Password" id="password" hint={`At least ${PASSWORD_MIN} characters`}>
+          <input
+            id="password"
+            name="password"
+            type="password"
+            autocomplete="new-password"
+            required
+            minlength={PASSWORD_MIN}
+            maxlength={PASSWORD_MAX}
+            {...invalid("password")}
+          />
+          {error("password")}
+        </Field>
+        <button type="submit" class="primary">
+          Create account
+        </button>
+      </form>
+      <p class="narrow muted">
+        Already have an account? <a href={`${BASE}/login`}>Sign in</a>.
+      </p>
+    </Layout>
+  );
+}
+
+const isUniqueViolation = (e: unknown) => {
+  const err = e as { code?: string; cause?: { code?: string } };
+  return err.code === "23505" || err.cause?.code === "23505";
+};
+
+export function register(web: Hono<WebEnv>) {
+  const registrations = new FailedAuthThrottle(REGISTRATIONS_PER_ADDRESS);
+
+  /** Sign-up answers only while the administrator allows it; otherwise the page does not exist. */
+  async function open(c: Context<WebEnv>) {
+    const settings = await currentSettings(c.get("deps"));
+    if (!settings.registrationEnabled) throw notFound("Sign-up is closed on this site: ask its administrator for an account.");
+    siteGate(settings);
+  }
+
+  web.get("/register", async (c) => {
+    await open(c);
+    return c.html(<RegisterPage />);
+  });
+
+  web.post("/register", requireThisSite, async (c) => {
+    await open(c);
+    const deps = c.get("deps");
+    const body = await c.req.parseBody();
+    const text = (name: string) => (typeof body[name] === "string" ? (body[name] as string) : "");
+    const username = text("username").trim();
+    const email = text("email").trim().toLowerCase();
+    const parsed = SignUp.safeParse({ username, email, password: text("password") });
+    if (!parsed.success) {
+      const errors: Form["errors"] = {};
+      for (const issue of parsed.error.issues) {
+        const name = issue.path[0] as "username" | "email" | "password";
+        errors[name] ??= issue.message;
+      }
+      return c.html(<RegisterPage username={username} email={email} errors={errors} />, 422);
+    }
+    const address = clientIp(c);
+    try {
+      registrations.check(address);
+    } catch (e) {
+      if (!(e instanceof AppError)) throw e;
+      c.header("Retry-After", e.headers?.["retry-after"] ?? "600");
+      const form = "Too many accounts were created from your address: try again later.";
+      return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 429);
+    }
+    if (await isUsernameOrEmailTaken(deps.db, username, email)) {
+      const form = "This username or email is already taken.";
+      return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
+    }
+    const group = await getDefaultGroup(deps.db);
+    if (!group) throw new AppError("internal", "This site has no default group for new accounts: tell its administrator.");
+    let user;
+    try {
+      user = await createUser(deps.db, {
+        username,
+        email,
+        name: username,
+        groupId: group.id,
+        passwordHash: await hashPassword(parsed.data.password),
+        registeredIp: address,
+      });
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+      const form = "This username or email is already taken.";
+      return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
+    }
+    registrations.recordFailure(address); // counts the accounts made, not failures
+    accountGate(user, group); // a disabled default group: the account exists, and the error page says why it cannot sign in
+    const { secret } = await startSession(deps.db, user.id, address, deps.clock());
+    setSessionCookie(c, secret);
+    return c.redirect(`${BASE}/dashboard?welcome`, 303);
+  });
+}

@@ -1,0 +1,218 @@
+/**
+ * API tokens: create a permanent token (shown once), list and revoke tokens (never their secret), issue a batch
+ * of temporary upload tokens (shown once), as POST /api/v1/images/tokens does.
+ */
+import { z } from "@hono/zod-openapi";
+import type { Context, Hono } from "hono";
+import { listActiveTokensForOwner, revokeTokenForOwner } from "../db/repositories/tokens.ts";
+import { notFound } from "../errors.ts";
+import { formatDateTime } from "../http/time.ts";
+import { fieldErrors } from "../http/validation.ts";
+import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
+import { lookupCacheFor } from "../services/lookup-cache.ts";
+import { issueAccountTemporaryTokens, issuePermanentToken } from "../services/tokens.ts";
+import { CopyButton, Field, FormToken, Layout, Notice } from "./layout.tsx";
+import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
+
+const MAX_LABEL = 100;
+const Label = z
+  .string()
+  .trim()
+  .max(MAX_LABEL, `Use at most ${MAX_LABEL} characters.`)
+  .refine((s) => !/\p{Cc}/u.test(s), "Use no control characters.");
+
+type Listed = Awaited<ReturnType<typeof listActiveTokensForOwner>>[number];
+
+interface Shown {
+  /** A permanent token just created: its full value, this once. */
+  created?: { id: number; token: string; label: string | null };
+  /** Temporary tokens just issued, this once. */
+  temporary?: { token: string; expired_at: string }[];
+  notice?: string;
+  errors?: Partial<Record<"label" | "num" | "seconds", string>>;
+  values?: { label?: string; num?: string; seconds?: string };
+}
+
+const when = (d: Date | null) => (d ? formatDateTime(d) : "never");
+
+function TokenRow({ t, signedIn }: { t: Listed; signedIn: SignedIn }) {
+  const name = t.label || (t.kind === "permanent" ? `Token ${t.id}` : `Upload token ${t.id}`);
+  return (
+    <tr>
+      <td data-label="Label">{t.label || <span class="muted">(no label)</span>}</td>
+      <td data-label="Kind">{t.kind === "permanent" ? "permanent" : `upload only, until ${formatDateTime(t.expiredAt!)}`}</td>
+      <td data-label="Created">
+        <time>{formatDateTime(t.createdAt)}</time>
+      </td>
+      <td data-label="Last used">{when(t.lastUsedAt)}</td>
+      <td>
+        <form method="post" action={`${BASE}/tokens/${t.id}/revoke`} data-confirm={`Revoke ${name}? Uploaders using it will get 401.`}>
+          <FormToken signedIn={signedIn} />
+          <button type="submit" class="danger small" aria-label={`Revoke ${name}`}>
+            Revoke
+          </button>
+        </form>
+      </td>
+    </tr>
+  );
+}
+
+function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: Listed[]; shown: Shown }) {
+  const { created, temporary, notice, errors = {}, values = {} } = shown;
+  const described = (name: keyof typeof errors, hint?: string) =>
+    errors[name] ? { "aria-invalid": "true", "aria-describedby": `${name}-error` } : hint ? { "aria-describedby": hint } : {};
+  return (
+    <Layout title="API tokens" signedIn={signedIn} active="tokens">
+      {notice && <Notice kind="success">{notice}</Notice>}
+      {created && (
+        <section class="card secret" aria-labelledby="created-title">
+          <h2 id="created-title">Your new token{created.label ? `: ${created.label}` : ""}</h2>
+          <Notice kind="info">Copy it now: it is shown only this once. Only its hash is kept.</Notice>
+          <div class="secret-value">
+            <label for="new-token" class="visually-hidden">
+              New token
+            </label>
+            <input id="new-token" type="text" readonly value={created.token} data-testid="new-token" />
+            <CopyButton text={created.token} label="Copy" name="token" />
+          </div>
+          <p class="muted small">
+            Use it as <code>Authorization: Bearer &lt;token&gt;</code>, in the <code>id|token</code> form shown or the part after the bar alone.
+          </p>
+        </section>
+      )}
+      {temporary && (
+        <section class="card secret" aria-labelledby="temporary-title">
+          <h2 id="temporary-title">Your new upload tokens</h2>
+          <Notice kind="info">Copy them now: they are shown only this once. They work for uploads only, until they expire.</Notice>
+          <ul class="plain" data-testid="temporary-tokens">
+            {temporary.map((t) => (
+              <li class="secret-value">
+                <code>{t.token}</code> <span class="muted small">until {t.expired_at}</span>
+                <CopyButton text={t.token} label="Copy" name="upload token" />
+              </li>
+            ))}
+          </ul>
+          {temporary.length > 1 && <CopyButton text={temporary.map((t) => t.token).join("\n")} label="Copy all" name="all upload tokens" />}
+        </section>
+      )}
+      <section class="card" aria-labelledby="create-title">
+        <h2 id="create-title">Create a permanent token</h2>
+        <p class="muted">For an uploader (PicGo, ShareX, uPic, a script): it can upload, list and delete your images and read your profile.</p>
+        <form method="post" action={`${BASE}/tokens`} class="row">
+          <FormToken signedIn={signedIn} />
+          <Field label="Label (optional)" id="label" hint="What uses it, e.g. “laptop ShareX”">
+            <input id="label" name="label" type="text" maxlength={MAX_LABEL} value={values.label ?? ""} {...described("label", "label-hint")} />
+            {errors.label && (
+              <small id="label-error" class="field-error">
+                {errors.label}
+              </small>
+            )}
+          </Field>
+          <button type="submit" class="primary">
+            Create token
+          </button>
+        </form>
+      </section>
+      <section class="card" aria-labelledby="list-title">
+        <h2 id="list-title">Your tokens</h2>
+        {tokens.length === 0 ? (
+          <p class="muted">No tokens yet.</p>
+        ) : (
+          <div class="table-wrap">
+            <table class="stack">
+              <thead>
+                <tr>
+                  <th scope="col">Label</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {tokens.map((t) => (
+                  <TokenRow t={t} signedIn={signedIn} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <p class="muted small">Revoking a permanent token also revokes the upload tokens it issued through the API.</p>
+      </section>
+      <section class="card" aria-labelledby="temporary-form-title">
+        <h2 id="temporary-form-title">Issue temporary upload tokens</h2>
+        <p class="muted">Upload-only tokens for a web page or a CI job: they cannot list or delete anything.</p>
+        <form method="post" action={`${BASE}/tokens/temporary`} class="row">
+          <FormToken signedIn={signedIn} />
+          <Field label="How many" id="num" hint="1–100">
+            <input id="num" name="num" type="number" min={1} max={100} required value={values.num ?? "1"} {...described("num", "num-hint")} />
+            {errors.num && (
+              <small id="num-error" class="field-error">
+                {errors.num}
+              </small>
+            )}
+          </Field>
+          <Field label="Valid for (seconds)" id="seconds" hint="1–2626560 (about 30 days); 3600 = one hour">
+            <input id="seconds" name="seconds" type="number" min={1} max={2626560} required value={values.seconds ?? "3600"} {...described("seconds", "seconds-hint")} />
+            {errors.seconds && (
+              <small id="seconds-error" class="field-error">
+                {errors.seconds}
+              </small>
+            )}
+          </Field>
+          <button type="submit">Issue tokens</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}
+
+/** Pages that show a secret must not be kept by the browser or a proxy. */
+async function render(c: Context<SignedInEnv>, shown: Shown = {}, status: 200 | 404 | 422 = 200) {
+  const signedIn = c.get("signedIn");
+  const deps = c.get("deps");
+  const tokens = await listActiveTokensForOwner(deps.db, signedIn.user.id, deps.clock());
+  c.header("Cache-Control", "no-store");
+  return c.html(<TokensPage signedIn={signedIn} tokens={tokens} shown={shown} />, status);
+}
+
+const text = (body: Record<string, unknown>, name: string) => (typeof body[name] === "string" ? (body[name] as string) : "");
+
+export function register(web: Hono<WebEnv>) {
+  web.get("/tokens", requireSession, (c) => render(c, { notice: c.req.query("revoked") !== undefined ? "Token revoked." : undefined }));
+
+  web.post("/tokens", requireSession, async (c) => {
+    const { db, clock } = c.get("deps");
+    const raw = text(await c.req.parseBody(), "label");
+    const label = Label.safeParse(raw);
+    if (!label.success) return render(c, { errors: { label: label.error.issues[0]!.message }, values: { label: raw } }, 422);
+    const issued = await issuePermanentToken(db, c.get("signedIn").user.id, clock(), label.data || null);
+    return render(c, { created: { ...issued, label: label.data || null } });
+  });
+
+  web.post("/tokens/temporary", requireSession, async (c) => {
+    const { db, clock } = c.get("deps");
+    const body = await c.req.parseBody();
+    const values = { num: text(body, "num"), seconds: text(body, "seconds") };
+    const parsed = TemporaryTokenRequest.safeParse(values);
+    if (!parsed.success) {
+      const errors = Object.fromEntries(Object.entries(fieldErrors(parsed.error)).map(([k, v]) => [k, v[0]!]));
+      return render(c, { errors, values }, 422);
+    }
+    const issued = await issueAccountTemporaryTokens(db, c.get("signedIn").user.id, parsed.data.num, parsed.data.seconds, clock());
+    return render(c, { temporary: issued.map((t) => ({ token: t.token, expired_at: formatDateTime(t.expiredAt) })) });
+  });
+
+  web.post("/tokens/:id/revoke", requireSession, async (c) => {
+    const deps = c.get("deps");
+    const id = /^\d{1,10}$/.test(c.req.param("id")) ? Number(c.req.param("id")) : 0;
+    if (!(id > 0 && id <= 2_147_483_647 && (await revokeTokenForOwner(deps.db, id, c.get("signedIn").user.id, deps.clock())))) {
+      throw notFound("Token not found.");
+    }
+    // this instance refuses it at once; the others within the lookup cache's bound (1 s)
+    lookupCacheFor(deps).forget("token:");
+    return c.redirect(`${BASE}/tokens?revoked`, 303);
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * Upload: the page sends each file to POST /api/v1/upload itself (upload.js), with a short-lived temporary upload
+ * token that it obtains here for the signed-in account. There is no second upload path: every check and refusal is
+ * the API's.
+ */
+import type { Hono } from "hono";
+import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
+import { listUsableStrategies } from "../db/repositories/strategies.ts";
+import { respond } from "../http/envelope.ts";
+import { formatDateTime } from "../http/time.ts";
+import { issueAccountTemporaryTokens } from "../services/tokens.ts";
+import { assets, Field, humanBytes, Layout } from "./layout.tsx";
+import { BASE, requireSession, type WebEnv } from "./session.ts";
+
+/** How long the page's upload token lives (never beyond the session): long enough for a batch, short if it leaks. */
+export const PAGE_TOKEN_SECONDS = 15 * 60;
+
+function duration(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400} day${seconds === 86_400 ? "" : "s"}`;
+  if (seconds % 3600 === 0) return `${seconds / 3600} hour${seconds === 3600 ? "" : "s"}`;
+  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? "" : "s"}`;
+  return `${seconds} seconds`;
+}
+
+export function register(web: Hono<WebEnv>) {
+  web.get("/upload", requireSession, async (c) => {
+    const signedIn = c.get("signedIn");
+    const { db } = c.get("deps");
+    const { group } = signedIn;
+    const [strategies, albums] = await Promise.all([listUsableStrategies(db, group.id), listAlbumsForOwner(db, signedIn.user.id)]);
+    const accept = group.allowedExtensions.map((e) => `.${e}`).join(",");
+    return c.html(
+      <Layout title="Upload" signedIn={signedIn} active="upload" scripts={[assets.upload.href]}>
+        <noscript>
+          <p class="notice error">This page needs JavaScript to upload. Without it, use the API with a token from the API tokens page.</p>
+        </noscript>
+        <form id="upload-form" class="card" action="/api/v1/upload" method="post" enctype="multipart/form-data" data-token-url={`${BASE}/upload/token`}>
+          <fieldset class="options">
+            <legend>Options (optional)</legend>
+            <Field
+              label="Storage"
+              id="strategy_id"
+              hint={strategies.length === 0 ? "Your group has no storage strategy: uploads will be refused." : "Automatic: the first with space left."}
+            >
+              <select id="strategy_id" name="strategy_id">
+                <option value="">Automatic</option>
+                {strategies.map((s) => (
+                  <option value={String(s.id)}>{s.name}</option>
+                ))}
+              </select>
+            </Field>
+            <Field label="Album" id="album_id">
+              <select id="album_id" name="album_id">
+                <option value="">None</option>
+                {albums.map((a) => (
+                  <option value={String(a.id)}>{a.name}</option>
+                ))}
+              </select>
+            </Field>
+            <fieldset class="field radios">
+              <legend>Visibility</legend>
+              <label>
+                <input type="radio" name="permission" value="1" checked /> Public
+              </label>
+              <label>
+                <input type="radio" name="permission" value="0" /> Private (unlisted)
+              </label>
+            </fieldset>
+            <Field
+              label="Delete automatically at"
+              id="expired_at"
+              hint={group.retentionMaxSeconds === null ? "Empty: keep it." : `Empty: after ${duration(group.retentionMaxSeconds)}, the longest your group keeps an image.`}
+            >
+              <input id="expired_at" name="expired_at" type="datetime-local" aria-describedby="expired_at-hint" />
+            </Field>
+          </fieldset>
+          <div id="drop-zone" class="drop-zone">
+            <label for="files">Choose images, or drop them here</label>
+            <input id="files" name="file" type="file" multiple accept={accept} aria-describedby="files-hint" />
+            <small id="files-hint" class="hint">
+              {group.allowedExtensions.join(", ")} · up to {humanBytes(group.maxFileSizeKb * 1024)} each. Uploads start as soon as you choose.
+            </small>
+          </div>
+        </form>
+        <section aria-labelledby="uploads-title">
+          <h2 id="uploads-title" class="visually-hidden">
+            Uploads
+          </h2>
+          <ul id="upload-list" class="uploads" aria-live="polite"></ul>
+        </section>
+      </Layout>,
+    );
+  });
+
+  /** One temporary upload token for the page, bound to the session: signing out ends it. JSON for upload.js. */
+  web.post("/upload/token", requireSession, async (c) => {
+    const { session, user } = c.get("signedIn");
+    const { db, clock } = c.get("deps");
+    const now = clock();
+    const seconds = Math.max(1, Math.min(PAGE_TOKEN_SECONDS, Math.floor((session.expiresAt.getTime() - now.getTime()) / 1000)));
+    const [issued] = await issueAccountTemporaryTokens(db, user.id, 1, seconds, now, session.id);
+    c.header("Cache-Control", "no-store");
+    return respond(c, { token: issued!.token, expired_at: formatDateTime(issued!.expiredAt), expires_in: seconds });
+  });
+}
