@@ -121,3 +121,25 @@ describe("serving local objects at /i/<path>", () => {
     }
   });
 });
+
+describe("what the README promises about addresses", () => {
+  test("HEAD with a Range header answers 200 with the full length (ranges are for GET)", async () => {
+    const res = await ctx.request(path, { method: "HEAD", headers: { range: "bytes=0-9" } });
+    await expectStatus(res, 200);
+    expect(res.headers.get("content-length")).toBe(String(jpeg.byteLength));
+    expect(res.headers.get("content-range")).toBeNull();
+  });
+
+  test("a delete_url opened in a browser answers 405 saying how to use it", async () => {
+    const res = await ctx.app.fetch(new Request(image.delete_url));
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("DELETE");
+    expect(await res.json()).toEqual({
+      status: false,
+      message: "Method not allowed: delete this image with DELETE and a permanent API token ('Authorization: Bearer <token>').",
+      data: null,
+    });
+    const tokens = await ctx.app.fetch(new Request(`${new URL(image.delete_url).origin}/api/v1/images/tokens`));
+    expect([tokens.status, tokens.headers.get("allow")]).toEqual([405, "POST"]);
+  });
+});

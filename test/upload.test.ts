@@ -500,3 +500,21 @@ describe("failures halfway", () => {
     expect([profile.body.data.image_num, profile.body.data.size]).toEqual([0, 0]);
   });
 });
+
+describe("TIFF", () => {
+  test("a TIFF small enough to be its own thumbnail still gets a WebP thumbnail browsers can show", async () => {
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { allowed_extensions: ["png", "tif", "tiff"] });
+    try {
+      const tiff = await makeImage("tiff", 40, 30);
+      const d = expectStatus(await ctx.upload(alice.token, { bytes: tiff, filename: "scan.tiff", contentType: "image/tiff" }), 200).data;
+      expect(d.thumbnail_url).not.toBe(d.url);
+      expect(d.thumbnail_url).toEndWith(".webp");
+      const thumb = await ctx.request(new URL(d.thumbnail_url).pathname);
+      const bytes: Uint8Array = await expectStatus(thumb, 200);
+      expect(thumb.headers.get("content-type")).toBe("image/webp");
+      expect(Buffer.from(bytes.subarray(8, 12)).toString()).toBe("WEBP");
+    } finally {
+      await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { allowed_extensions: ["jpg", "jpeg", "png", "gif", "webp", "avif"] });
+    }
+  });
+});

@@ -82,19 +82,24 @@ export const DECODE_TIMEOUT_SECONDS = 10;
 /** Scans a JPEG may have: common encoders write up to about 12; more is refused before decoding. */
 export const MAX_JPEG_SCANS = 32;
 
+/** An image browsers display and that fits the thumbnail box is its own thumbnail; a TIFF never is (browsers cannot show it). */
+export const isOwnThumbnail = (size: { width: number; height: number }, mimetype: string) =>
+  size.width <= THUMBNAIL_BOX && size.height <= THUMBNAIL_BOX && mimetype !== "image/tiff";
+
 /**
  * Decodes the first frame once: it proves the bytes are a whole image, and yields a WebP thumbnail
- * fitting 400×400 when the image is larger than that (null when the image is its own thumbnail).
+ * fitting 400×400 (null when the image is its own thumbnail).
  */
 export async function decodeAndThumbnail(
   bytes: Uint8Array,
   size: { width: number; height: number },
+  mimetype: string,
   maxPixels: number,
 ): Promise<Uint8Array | null> {
   const image = sharp(bytes, { limitInputPixels: maxPixels, failOn: "error", animated: false, pages: 1 })
     .rotate()
     .timeout({ seconds: DECODE_TIMEOUT_SECONDS });
-  if (size.width <= THUMBNAIL_BOX && size.height <= THUMBNAIL_BOX) {
+  if (isOwnThumbnail(size, mimetype)) {
     // small: decoding is cheap, and it still proves the bytes are a whole image
     await image.raw().toBuffer();
     return null;

@@ -233,12 +233,12 @@ interface Objects {
  */
 async function prepareObjects(upload: Upload, inspection: Inspection, group: Group, now: Date, subject: string): Promise<Objects> {
   const decode = () =>
-    decodeAndThumbnail(upload.bytes, inspection, group.maxPixels).catch((e: Error) => {
+    decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch((e: Error) => {
       if (/timeout/i.test(e.message)) throw badRequest(`The image takes more than ${DECODE_TIMEOUT_SECONDS} seconds to decode.`);
       throw notAValidImage(upload);
     });
-  const cheap = inspection.width <= THUMBNAIL_BOX && inspection.height <= THUMBNAIL_BOX;
-  const thumbnail = cheap ? await decode() : await imageWork.run(subject, decode);
+  const small = inspection.width <= THUMBNAIL_BOX && inspection.height <= THUMBNAIL_BOX;
+  const thumbnail = small ? await decode() : await imageWork.run(subject, decode);
   const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
   const stem = randomToken(15); // 120 bits
   const name = `${stem}.${upload.extension}`;

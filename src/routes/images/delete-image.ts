@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireUser } from "../../http/auth.ts";
-import { respond } from "../../http/envelope.ts";
+import { failure, respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { EmptyResponse } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
@@ -28,6 +28,14 @@ export const deleteImageRoute = createRoute({
 });
 
 export function register(app: OpenAPIHono<AppEnv>) {
+  // a delete_url opened in a browser: say how the address is used rather than a bare 404 (not an operation of the spec)
+  app.get("/api/v1/images/:key", (c) => {
+    const issuing = c.req.param("key") === "tokens";
+    const message = issuing
+      ? "Method not allowed: issue temporary upload tokens with POST and a permanent API token."
+      : "Method not allowed: delete this image with DELETE and a permanent API token ('Authorization: Bearer <token>').";
+    return c.json(failure(message), 405, { allow: issuing ? "POST" : "DELETE" });
+  });
   app.openapi(deleteImageRoute, async (c) => {
     const caller = c.get("caller");
     await deleteImage(c.get("deps"), caller.user.id, c.req.valid("param").key);

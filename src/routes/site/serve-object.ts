@@ -94,7 +94,8 @@ export function objectServer(deps: Deps): (request: Request) => Promise<Response
     const size = blob.size;
     const rangeHeader = request.headers.get("range");
     const ifRange = request.headers.get("if-range");
-    const range = rangeHeader && (!ifRange || ifRange === facts.etag) ? parseRange(rangeHeader, size) : null;
+    // ranges are defined for GET only (RFC 9110): a HEAD answers the whole representation's headers
+    const range = request.method === "GET" && rangeHeader && (!ifRange || ifRange === facts.etag) ? parseRange(rangeHeader, size) : null;
     if (range === "unsatisfiable") {
       return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${size}` } });
     }
