@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { openPglite, openPostgres, type Database } from "./db/client.ts";
+import { openEmbedded, openPostgres, type Database } from "./db/client.ts";
 import { seedDatabase } from "./db/seed.ts";
 import type { Env } from "./env.ts";
 import { randomToken } from "./services/secrets.ts";
@@ -17,9 +17,24 @@ export function resolveAdminToken(env: Env): { token: string; generatedAt?: stri
   return { token, generatedAt: file };
 }
 
-/** Opens the database named by the environment, applies migrations and seeds a fresh one. */
+/**
+ * Opens the database named by the environment (DATABASE_URL, or the embedded PostgreSQL in DATA_DIR/postgres,
+ * started here and stopped by close()), applies migrations and seeds a fresh one.
+ */
 export async function openDatabase(env: Env): Promise<Database> {
-  const database = env.DATABASE_URL ? openPostgres(env.DATABASE_URL) : await openPglite(join(env.DATA_DIR, "db"));
+  const database = env.DATABASE_URL
+    ? openPostgres(env.DATABASE_URL)
+    : await openEmbedded(env.DATA_DIR, {
+        // without its database the server can only answer 500s: stop, so that a supervisor restarts both
+        onUnexpectedExit(code, signal, logFile) {
+          console.error(`The embedded PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); see ${logFile}. Stopping.`);
+          process.exit(1);
+        },
+      });
+  if (database.embedded) {
+    const { dir, created, startMs } = database.embedded;
+    console.log(`Embedded PostgreSQL ${created ? "created and " : ""}started in ${dir} (${Math.round(startMs)} ms; log in ${dir}.log).`);
+  }
   try {
     await database.migrate();
     await seedDatabase(database.db);

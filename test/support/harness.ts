@@ -1,11 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import createClient from "openapi-fetch";
 import postgres from "postgres";
 import type { paths } from "../../openapi/schema";
 import { createApp } from "../../src/app.ts";
-import { type Database, openPglite, openPostgres } from "../../src/db/client.ts";
+import { type Connection, type Database, openPostgres } from "../../src/db/client.ts";
+import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { seedDatabase } from "../../src/db/seed.ts";
 import type { Deps } from "../../src/deps.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";
@@ -15,45 +16,100 @@ import { checkAgainstSpec } from "./spec.ts";
 export const BASE_URL = "http://img.test";
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
-let pgliteTemplate: Promise<Blob> | undefined;
+/**
+ * The server the test databases live on: TEST_DATABASE_URL's, or an embedded PostgreSQL (the service's own
+ * default) started once per test run in a temporary directory, without fsync. A template database is migrated
+ * and seeded once per run; each test context gets its own copy (CREATE DATABASE … TEMPLATE, tens of ms).
+ * test/support/preload.ts starts this before the first file and stops it after the last.
+ */
+interface TestDatabases {
+  connection(database: string): Connection;
+  admin: postgres.Sql;
+  template: string;
+  /** `strategy file_copy` on the embedded server (no fsync: copying the files beats replaying them through WAL). */
+  copy: string;
+  stop(): Promise<void>;
+}
 
-/** A migrated and seeded PGlite, built once per test run and cloned per test file. */
-function template(): Promise<Blob> {
-  pgliteTemplate ??= (async () => {
-    const db = await openPglite(undefined);
-    await db.migrate();
-    await seedDatabase(db.db);
-    const dump = await db.dumpDataDir!();
-    await db.close();
-    return dump;
+let testDatabases: Promise<TestDatabases> | undefined;
+
+const randomName = (prefix: string) => `${prefix}_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+
+function databases(): Promise<TestDatabases> {
+  testDatabases ??= (async () => {
+    const serverUrl = process.env.TEST_DATABASE_URL;
+    let connection: (database: string) => Connection;
+    let adminConnection: Connection;
+    let stopServer = async () => {};
+    if (serverUrl) {
+      adminConnection = serverUrl;
+      connection = (database) => {
+        const url = new URL(serverUrl);
+        url.pathname = `/${database}`;
+        return url.toString();
+      };
+    } else {
+      const dir = mkdtempSync(join(tmpdir(), "imghost-test-pg-"));
+      chmodSync(dir, 0o755); // under root the server runs as "postgres", which must reach its directory
+      const server = await startEmbeddedPostgres(join(dir, "cluster"), { durable: false, settings: { max_connections: "300" } });
+      connection = (database) => server.connection(database);
+      adminConnection = server.connection("postgres");
+      stopServer = async () => {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+      };
+    }
+    const options = { max: 2, onnotice: () => {} };
+    const admin = typeof adminConnection === "string" ? postgres(adminConnection, options) : postgres({ ...adminConnection, ...options });
+    const template = randomName("imghost_template");
+    await admin.unsafe(`create database ${template}`);
+    const prepared = openPostgres(connection(template), { max: 2 });
+    try {
+      await prepared.migrate();
+      await seedDatabase(prepared.db);
+    } finally {
+      await prepared.close(); // a template must have no sessions when it is copied
+    }
+    return {
+      connection,
+      admin,
+      template,
+      copy: serverUrl ? "" : " strategy file_copy",
+      async stop() {
+        try {
+          await admin.unsafe(`drop database if exists ${template} with (force)`);
+          await admin.end({ timeout: 5 });
+        } finally {
+          await stopServer();
+        }
+      },
+    };
   })();
-  return pgliteTemplate;
+  return testDatabases;
 }
 
-export async function warmTemplate() {
-  if (!process.env.TEST_DATABASE_URL) await template();
+/** Starts the test databases' server and builds the template (preload: once per run). */
+export async function startTestDatabases() {
+  await databases();
 }
 
-/** A fresh database: PGlite by default, a new database on TEST_DATABASE_URL's server when it is set. */
+/** Drops the template and stops the embedded server (preload: after the last file). */
+export async function stopTestDatabases() {
+  const started = testDatabases;
+  testDatabases = undefined;
+  if (started) await (await started).stop();
+}
+
+/** A fresh database of its own for one test context, copied from the template. */
 async function freshDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
-  const serverUrl = process.env.TEST_DATABASE_URL;
-  if (!serverUrl) {
-    const database = await openPglite(undefined, { loadDataDir: await template() });
-    return { database, drop: async () => {} };
-  }
-  const name = `imghost_test_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const database = openPostgres(url.toString(), { max: 20 });
-  await database.migrate();
-  await seedDatabase(database.db);
+  const { admin, connection, template, copy } = await databases();
+  const name = randomName("imghost_test");
+  await admin.unsafe(`create database ${name} template ${template}${copy}`);
+  const database = openPostgres(connection(name), { max: 20 });
   return {
     database,
     drop: async () => {
       await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
     },
   };
 }

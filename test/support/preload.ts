@@ -1,5 +1,10 @@
-// Runs once before the test files. Building the PGlite template (seconds) happens once here. (A default
-// timeout set here reaches only the first file, so each file that needs more than 5 s sets its own.)
-import { warmTemplate } from "./harness.ts";
+// Runs once before the test files (bun's preload). The test databases' server (an embedded PostgreSQL, or
+// TEST_DATABASE_URL's) and the template every test context copies are prepared here, once per run, and torn
+// down after the last file; tests that start servers or databases get more than bun's default 5 s on a busy
+// 2-core machine.
+import { afterAll, setDefaultTimeout } from "bun:test";
+import { startTestDatabases, stopTestDatabases } from "./harness.ts";
 
-await warmTemplate();
+setDefaultTimeout(60_000);
+await startTestDatabases();
+afterAll(stopTestDatabases);

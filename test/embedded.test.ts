@@ -1,0 +1,148 @@
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "drizzle-orm";
+import { openEmbedded, openPglite } from "../src/db/client.ts";
+import { startEmbeddedPostgres } from "../src/db/embedded.ts";
+import { seedDatabase } from "../src/db/seed.ts";
+
+/** The embedded PostgreSQL (src/db/embedded.ts): lifecycle, leftovers, the import of an earlier PGlite directory. */
+setDefaultTimeout(60_000); // clusters are initialised here (and PGlite opened), seconds each on a busy machine
+const root = join(import.meta.dir, "..");
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir() {
+  const d = mkdtempSync(join(tmpdir(), "imghost-embedded-"));
+  dirs.push(d);
+  return d;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const postmasterPid = (cluster: string) => Number(readFileSync(join(cluster, "postmaster.pid"), "utf8").split("\n")[0]);
+
+async function gone(pid: number, ms = 15_000) {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
+    if (!alive(pid)) return true;
+    await Bun.sleep(50);
+  }
+  return false;
+}
+
+describe("embedded PostgreSQL", () => {
+  test("one server per DATA_DIR; close() stops the server and releases the directory", async () => {
+    const dataDir = tempDir();
+    const first = await openEmbedded(dataDir);
+    expect(first.driver).toBe("postgres");
+    expect(first.embedded?.created).toBe(true);
+    await first.migrate();
+    await seedDatabase(first.db);
+    const pid = postmasterPid(join(dataDir, "postgres"));
+    expect(alive(pid)).toBe(true);
+
+    await expect(openEmbedded(dataDir)).rejects.toThrow("is in use by process");
+
+    // a real server: row locks and concurrent transactions on a pool of connections
+    const rows = await first.db.execute(sql`select current_setting('server_version_num')::int as v, current_setting('shared_buffers') as sb`);
+    expect((rows as unknown as { v: number }[])[0]!.v).toBeGreaterThanOrEqual(180000);
+    await first.close();
+    expect(await gone(pid)).toBe(true);
+    expect(existsSync(join(dataDir, "server.lock"))).toBe(false);
+
+    const again = await openEmbedded(dataDir);
+    expect(again.embedded?.created).toBe(false);
+    const groups = await again.db.execute(sql`select count(*)::int as n from groups`);
+    expect((groups as unknown as { n: number }[])[0]!.n).toBe(2);
+    await again.close();
+  });
+
+  test("a postmaster left running by a server that died is stopped at the next start", async () => {
+    const dataDir = tempDir();
+    // started by this process, as a killed server's would still run where there is no parent-death signal
+    const leftover = await startEmbeddedPostgres(join(dataDir, "postgres"));
+    writeFileSync(join(dataDir, "server.lock"), "999999999"); // the dead server's lock
+    const database = await openEmbedded(dataDir);
+    try {
+      expect(await gone(leftover.pid, 1000)).toBe(true);
+      expect(postmasterPid(join(dataDir, "postgres"))).not.toBe(leftover.pid);
+      await database.db.execute(sql`select 1`);
+    } finally {
+      await database.close();
+      await leftover.stop();
+    }
+  });
+
+  test.skipIf(process.platform !== "linux")("SIGKILL of the server takes its PostgreSQL down with it (parent-death signal)", async () => {
+    const dataDir = tempDir();
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      ADMIN_TOKEN: "embedded-test-admin-token-0123456789ab",
+      DATABASE_URL: undefined,
+    };
+    const proc = Bun.spawn(["bun", "run", "src/server.ts"], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
+    const cluster = join(dataDir, "postgres");
+    for (const deadline = Date.now() + 45_000; ; ) {
+      if (existsSync(join(cluster, "postmaster.pid")) && readFileSync(join(cluster, "postmaster.pid"), "utf8").includes("ready")) break;
+      if (proc.exitCode !== null) throw new Error(`server exited: ${await new Response(proc.stderr).text()}`);
+      if (Date.now() > deadline) throw new Error("the embedded PostgreSQL did not start");
+      await Bun.sleep(50);
+    }
+    const pid = postmasterPid(cluster);
+    proc.kill("SIGKILL");
+    await proc.exited;
+    expect(await gone(pid)).toBe(true);
+  });
+
+  test("an earlier version's PGlite DATA_DIR/db is copied in once and kept aside", async () => {
+    const dataDir = tempDir();
+    chmodSync(dataDir, 0o700); // the server runs as "postgres" under root: it must still reach the directory
+    const lite = await openPglite(join(dataDir, "db"));
+    await lite.migrate();
+    await seedDatabase(lite.db);
+    await lite.db.execute(sql`insert into users (username, name, email, group_id) values ('alice', 'Alice', 'a@example.com', 1), ('bob', 'Bob', 'b@example.com', 1)`);
+    await lite.db.execute(sql`update groups set allowed_extensions = '["png","gif"]'::jsonb where id = 1`);
+    await lite.close();
+
+    const database = await openEmbedded(dataDir);
+    try {
+      expect(database.embedded?.migratedFrom).toBe(join(dataDir, "db.pglite-migrated"));
+      expect(existsSync(join(dataDir, "db"))).toBe(false);
+      await database.migrate();
+      await seedDatabase(database.db); // does not seed again: the settings row came across
+      const users = (await database.db.execute(sql`select id, username from users order by id`)) as unknown as { id: number; username: string }[];
+      expect(users.map((u) => u.username)).toEqual(["alice", "bob"]);
+      const groups = (await database.db.execute(sql`select allowed_extensions as e from groups order by id`)) as unknown as { e: string[] }[];
+      expect(groups).toHaveLength(2);
+      expect(groups[0]!.e).toEqual(["png", "gif"]);
+      // sequences came across: the next user does not collide
+      const [carol] = (await database.db.execute(
+        sql`insert into users (username, name, email, group_id) values ('carol', 'Carol', 'c@example.com', 1) returning id`,
+      )) as unknown as { id: number }[];
+      expect(carol!.id).toBe(users[1]!.id + 1);
+    } finally {
+      await database.close();
+    }
+    // the next start finds the cluster and nothing left to copy
+    const again = await openEmbedded(dataDir);
+    expect(again.embedded?.migratedFrom).toBeUndefined();
+    await again.close();
+    // a PGlite directory that appears beside a cluster not made from it is refused, not silently set aside
+    renameSync(join(dataDir, "db.pglite-migrated"), join(dataDir, "db"));
+    await expect(openEmbedded(dataDir)).rejects.toThrow("move one of them away");
+    expect(existsSync(join(dataDir, "db", "PG_VERSION"))).toBe(true);
+  });
+});
