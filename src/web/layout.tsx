@@ -120,6 +120,14 @@ export function Field({ label, id, hint, children }: PropsWithChildren<{ label: 
   );
 }
 
+/** A form field's error, referenced by the input's `aria-describedby` as `<id>-error`. */
+export const FieldError = ({ id, error }: { id: string; error?: string }) =>
+  error ? (
+    <small id={`${id}-error`} class="field-error">
+      {error}
+    </small>
+  ) : null;
+
 /** A button that copies `text` (app.js). */
 export const CopyButton = ({ text, label, name }: { text: string; label: string; name?: string }) => (
   <button type="button" class="copy" data-copy={text} data-copy-name={name ?? label}>

@@ -9,7 +9,7 @@ import { accountGate, clientIp, currentSettings, siteGate } from "../http/auth.t
 import { FailedAuthThrottle } from "../http/throttle.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
 import { startSession } from "../services/sessions.ts";
-import { Field, Layout, Notice } from "./layout.tsx";
+import { Field, FieldError, Layout, Notice } from "./layout.tsx";
 import { BASE, requireThisSite, setSessionCookie, type WebEnv } from "./session.ts";
 
 /** Accounts one address may create: 5 at once, then one every 12 minutes. */
@@ -34,12 +34,7 @@ interface Form {
 
 function RegisterPage({ username = "", email = "", errors = {} }: Form) {
   const invalid = (name: keyof typeof errors) => (errors[name] ? { "aria-invalid": "true", "aria-describedby": `${name}-error` } : {});
-  const error = (name: keyof typeof errors) =>
-    errors[name] && (
-      <small id={`${name}-error`} class="field-error">
-        {errors[name]}
-      </small>
-    );
+  const error = (name: keyof typeof errors) => <FieldError id={name} error={errors[name]} />;
   return (
     <Layout title="Create an account">
       {errors.form && <Notice kind="error">{errors.form}</Notice>}

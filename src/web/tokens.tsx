@@ -11,7 +11,7 @@ import { fieldErrors } from "../http/validation.ts";
 import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
 import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken } from "../services/tokens.ts";
-import { CopyButton, Field, FormToken, Layout, Notice } from "./layout.tsx";
+import { CopyButton, Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const MAX_LABEL = 100;
@@ -102,11 +102,7 @@ function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: L
           <FormToken signedIn={signedIn} />
           <Field label="Label (optional)" id="label" hint="What uses it, e.g. “laptop ShareX”">
             <input id="label" name="label" type="text" maxlength={MAX_LABEL} value={values.label ?? ""} {...described("label", "label-hint")} />
-            {errors.label && (
-              <small id="label-error" class="field-error">
-                {errors.label}
-              </small>
-            )}
+            <FieldError id="label" error={errors.label} />
           </Field>
           <button type="submit" class="primary">
             Create token
@@ -148,19 +144,11 @@ function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: L
           <FormToken signedIn={signedIn} />
           <Field label="How many" id="num" hint="1–100">
             <input id="num" name="num" type="number" min={1} max={100} required value={values.num ?? "1"} {...described("num", "num-hint")} />
-            {errors.num && (
-              <small id="num-error" class="field-error">
-                {errors.num}
-              </small>
-            )}
+            <FieldError id="num" error={errors.num} />
           </Field>
           <Field label="Valid for (seconds)" id="seconds" hint="1–2626560 (about 30 days); 3600 = one hour">
             <input id="seconds" name="seconds" type="number" min={1} max={2626560} required value={values.seconds ?? "3600"} {...described("seconds", "seconds-hint")} />
-            {errors.seconds && (
-              <small id="seconds-error" class="field-error">
-                {errors.seconds}
-              </small>
-            )}
+            <FieldError id="seconds" error={errors.seconds} />
           </Field>
           <button type="submit">Issue tokens</button>
         </form>
