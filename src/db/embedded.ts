@@ -6,7 +6,7 @@
  * - It listens on a Unix socket only (no TCP port), in the cluster's own directory (mode 700) when the path is
  *   short enough, otherwise in a private temporary directory: only this user (and root) can connect, so local
  *   connections use `trust` and there is no password to keep.
- * - Its settings are sized for one small service (32 MB of shared buffers, no parallel workers, synchronous I/O,
+ * - Its settings are sized for one small service (16 MB of shared buffers, no parallel workers, synchronous I/O,
  *   at most 20 connections): the whole process tree stays around 300 MB under load.
  * - Stopped with a fast shutdown (SIGINT) by `stop()`. On Linux it is also started with a parent-death signal
  *   (util-linux `setpriv --pdeathsig`), so a server killed with SIGKILL does not leave it running; elsewhere, a
@@ -79,7 +79,7 @@ const BASE_SETTINGS: Record<string, string> = {
   listen_addresses: "",
   unix_socket_permissions: "0700",
   max_connections: "20",
-  shared_buffers: "32MB",
+  shared_buffers: "16MB", // the OS page cache holds the rest; more only multiplies the RSS of each process
   io_method: "sync", // no I/O worker processes (PostgreSQL 18)
   max_parallel_workers_per_gather: "0", // no parallel query worker processes
   max_logical_replication_workers: "0", // no logical replication launcher
