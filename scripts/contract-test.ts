@@ -4,7 +4,7 @@
  *   bun run test:contract            # the whole run
  *   bun run test:contract --names    # extra arguments go to Dredd (here: list the transaction names)
  *
- * The server gets a free loopback port, a temporary DATA_DIR (embedded PGlite) and a fixed ADMIN_TOKEN; the
+ * The server gets a free loopback port, a temporary DATA_DIR (the embedded PostgreSQL) and a fixed ADMIN_TOKEN; the
  * hooks (test/contract/hooks.cjs) seed users, tokens and images through the admin API. The run is bounded
  * (CONTRACT_TIMEOUT_SECONDS, default 300) and the server is always stopped; the exit code is Dredd's.
  */

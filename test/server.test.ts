@@ -84,7 +84,7 @@ describe("first start, restart, stop", () => {
     const adminToken = (await Bun.file(tokenFile).text()).trim();
     expect(adminToken.length).toBeGreaterThanOrEqual(32);
 
-    // a second server on the same DATA_DIR is refused (PGlite is single-process)
+    // a second server on the same DATA_DIR is refused (one server owns the embedded database of a DATA_DIR)
     const second = start({ DATA_DIR: dataDir, PORT: String(await freePort()) });
     expect(await second.exited).toBe(1);
     expect(await new Response(second.stderr).text()).toContain("is in use by process");
