@@ -10,7 +10,7 @@ import sharp from "sharp";
 import { images } from "../src/db/schema.ts";
 import { envSchema } from "../src/env.ts";
 import { jpegScanCount, MAX_JPEG_SCANS } from "../src/images/inspect.ts";
-import { FairWorkQueue } from "../src/images/work-queue.ts";
+import { FairWorkQueue } from "../src/services/work-queue.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";

@@ -1,11 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getGuestGroup, type Group } from "../db/repositories/groups.ts";
 import { getSettings, type Settings } from "../db/repositories/settings.ts";
-import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { User } from "../db/repositories/users.ts";
 import type { Deps } from "../deps.ts";
-import { lookupCacheFor } from "../services/lookup-cache.ts";
+import { lookupCacheFor, usableStrategiesOf } from "../services/lookup-cache.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
 import { noteTokenUse } from "../services/tokens.ts";
@@ -58,7 +57,7 @@ export const currentSettings = (deps: Deps) => lookupCacheFor(deps).remember("se
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule & { guest: false }): Promise<UserCaller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
-  // both lookups at once, each kept for at most AUTH_CACHE_MS; the switch still decides first
+  // both lookups at once, each kept for at most LOOKUP_CACHE_MS; the switch still decides first
   const cache = lookupCacheFor(deps);
   const [settings, found] = await Promise.all([
     currentSettings(deps),
@@ -81,14 +80,13 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
 
   if (!rule.guest) throw unauthorized("Unauthenticated: send 'Authorization: Bearer <token>'.");
   if (!settings.guestUploadEnabled) throw unauthorized("Guest upload is disabled: send 'Authorization: Bearer <token>'.");
-  const guest = await cache.remember("guest", async () => {
-    const group = await getGuestGroup(deps.db);
-    return group && { group, usable: (await listUsableStrategies(deps.db, group.id)).length > 0 };
-  });
-  if (!guest) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
-  groupGate(guest.group);
-  if (!guest.usable) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
-  return { kind: "guest", group: guest.group };
+  const group = await cache.remember("guest-group", () => getGuestGroup(deps.db));
+  if (!group) throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
+  groupGate(group);
+  if ((await usableStrategiesOf(deps, group.id)).length === 0) {
+    throw unauthorized("Guest upload is not available: send 'Authorization: Bearer <token>'.");
+  }
+  return { kind: "guest", group };
 }
 
 /** `id|raw` is looked up by id, the raw token alone by its hash; both compare hashes in constant time. */

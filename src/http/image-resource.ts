@@ -1,4 +1,6 @@
-import type { ImageRow } from "../db/repositories/images.ts";
+import { type ImageRow, listImagesForOwner } from "../db/repositories/images.ts";
+import { getUser, type User } from "../db/repositories/users.ts";
+import type { Deps } from "../deps.ts";
 import type { Strategy } from "../db/repositories/strategies.ts";
 import { formatDateTime } from "./time.ts";
 import type { StorageRegistry } from "../storage/index.ts";
@@ -51,3 +53,22 @@ export function toImageResource(
 }
 
 export type ImageResource = ReturnType<typeof toImageResource>;
+
+/**
+ * A page of the owner's images as GET /images answers it (contract 2.5), newest first, with the account's current
+ * count (the caller's account may be up to a second old: authentication lookups are kept that long).
+ */
+export async function imagePage(deps: Deps, owner: Pick<User, "id" | "imageNum">, perPage: number, page: number) {
+  const [rows, current] = await Promise.all([
+    listImagesForOwner(deps.db, owner.id, perPage, (page - 1) * perPage),
+    getUser(deps.db, owner.id),
+  ]);
+  const total = current?.imageNum ?? owner.imageNum;
+  return {
+    current_page: page,
+    last_page: Math.max(1, Math.ceil(total / perPage)),
+    per_page: perPage,
+    total,
+    data: rows.map((r) => toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl)),
+  };
+}

@@ -1,4 +1,4 @@
-import { AppError } from "../errors.ts";
+import { FairWorkQueue } from "./work-queue.ts";
 
 /** Password length accepted everywhere (admin API, CLI, sign-up): long enough to matter, short enough to hash cheaply. */
 export const PASSWORD_MIN = 8;
@@ -11,29 +11,12 @@ export const PASSWORD_MAX = 200;
 const ARGON2 = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as const;
 
 /**
- * Hashing costs memory: at most this many run at once, and at most WAITING wait for their turn. A flood of sign-ins
+ * Hashing costs memory: at most 4 run at once, and at most 64 wait for their turn. A flood of sign-ins
  * from many addresses (the per-address throttle does not stop many addresses) gets 429 instead of exhausting memory.
  */
-const CONCURRENT = 4;
-const WAITING = 64;
-let running = 0;
-const queue: (() => void)[] = [];
-
-async function bounded<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= CONCURRENT) {
-    if (queue.length >= WAITING) {
-      throw new AppError("too_many_requests", "Too many sign-ins at once: retry in a few seconds.", undefined, { "retry-after": "2" });
-    }
-    await new Promise<void>((resolve) => queue.push(resolve));
-  } else running++;
-  try {
-    return await work();
-  } finally {
-    const next = queue.shift();
-    if (next) next();
-    else running--;
-  }
-}
+const signIns = "Too many sign-ins at once: retry in a few seconds.";
+const hashing = new FairWorkQueue({ concurrency: 4, waitingPerSubject: 64, waiting: 64 }, { subjectFull: () => signIns, full: signIns });
+const bounded = <T>(work: () => Promise<T>) => hashing.run("passwords", work);
 
 export const hashPassword = (password: string) => bounded(() => Bun.password.hash(password, ARGON2));
 

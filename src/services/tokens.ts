@@ -3,6 +3,7 @@ import type { Executor } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
 import { unauthorized } from "../errors.ts";
 import type { UserCaller } from "./caller.ts";
+import { perDeps } from "./per-deps.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
 /** A permanent token is displayed once as `id|raw`; only the hash of `raw` is stored. `label` is the owner's name for it. */
@@ -75,7 +76,7 @@ export async function issueAccountTemporaryTokens(
 /** How often a token's last use is written: at most once a minute per token and instance. */
 export const TOKEN_USE_INTERVAL_MS = 60_000;
 const MAX_REMEMBERED = 100_000;
-const noted = new WeakMap<Deps, Map<number, number>>();
+const notedFor = perDeps(() => new Map<number, number>());
 
 /**
  * Records a token's use (shown as "last used" on the API Tokens page) without slowing the call: at most once a
@@ -83,8 +84,7 @@ const noted = new WeakMap<Deps, Map<number, number>>();
  * cost one no-op UPDATE each. A failed write is only a less precise "last used": it is dropped.
  */
 export function noteTokenUse(deps: Deps, tokenId: number) {
-  let seen = noted.get(deps);
-  if (!seen) noted.set(deps, (seen = new Map()));
+  const seen = notedFor(deps);
   const now = deps.clock();
   const at = seen.get(tokenId);
   if (at !== undefined && now.getTime() - at < TOKEN_USE_INTERVAL_MS) return;

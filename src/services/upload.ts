@@ -1,18 +1,18 @@
 import type { Deps } from "../deps.ts";
 import type { Group } from "../db/repositories/groups.ts";
 import { type ImageRow, RecordRefused, recordAcceptedUpload } from "../db/repositories/images.ts";
-import { listUsableStrategies, type Strategy } from "../db/repositories/strategies.ts";
+import type { Strategy } from "../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
 import { DECODE_TIMEOUT_SECONDS, decodeAndThumbnail, type Inspection, inspectImage, MAX_JPEG_SCANS, THUMBNAIL_BOX } from "../images/inspect.ts";
-import { imageWork } from "../images/work-queue.ts";
+import { imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, frequencyLimitsOf } from "./limits.ts";
 import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
-import { lookupCacheFor } from "./lookup-cache.ts";
+import { usableStrategiesOf } from "./lookup-cache.ts";
 import { randomToken } from "./secrets.ts";
 
 export interface UploadInput {
@@ -172,9 +172,7 @@ async function checkStoragePermission(
   size: number,
   exclude: number[] = [],
 ): Promise<Strategy> {
-  const usable = (await lookupCacheFor(deps).remember(`strategies:${group.id}`, () => listUsableStrategies(deps.db, group.id))).filter(
-    (s) => !exclude.includes(s.id),
-  );
+  const usable = (await usableStrategiesOf(deps, group.id)).filter((s) => !exclude.includes(s.id));
   const fits = (s: Strategy) => s.quotaKb === null || s.usedBytes + size <= s.quotaKb * 1024;
   if (strategyId !== undefined) {
     const chosen = usable.find((s) => s.id === strategyId);

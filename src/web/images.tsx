@@ -1,8 +1,7 @@
 /** The account's images, newest first, paginated as GET /api/v1/images; copy their snippets, open or delete them. */
 import type { Hono } from "hono";
-import { findImageForOwner, listImagesForOwner } from "../db/repositories/images.ts";
-import { getUser } from "../db/repositories/users.ts";
-import { type ImageResource, toImageResource } from "../http/image-resource.ts";
+import { findImageForOwner } from "../db/repositories/images.ts";
+import { type ImageResource, imagePage } from "../http/image-resource.ts";
 import { deleteImage } from "../services/delete.ts";
 import { CopyButton, FormToken, humanBytes, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type WebEnv } from "./session.ts";
@@ -95,13 +94,7 @@ export function register(web: Hono<WebEnv>) {
     const signedIn = c.get("signedIn");
     const deps = c.get("deps");
     const { perPage, page } = pageQuery(c.req.query("per_page"), c.req.query("page"));
-    const [rows, owner] = await Promise.all([
-      listImagesForOwner(deps.db, signedIn.user.id, perPage, (page - 1) * perPage),
-      getUser(deps.db, signedIn.user.id),
-    ]);
-    const total = owner?.imageNum ?? signedIn.user.imageNum;
-    const lastPage = Math.max(1, Math.ceil(total / perPage));
-    const images = rows.map((r) => toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl));
+    const { total, last_page: lastPage, data: images } = await imagePage(deps, signedIn.user, perPage, page);
     const deleted = c.req.query("deleted");
     return c.html(
       <Layout title="Images" signedIn={signedIn} active="images">

@@ -1,4 +1,4 @@
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
 import type { Db, Executor } from "../client.ts";
 import { groupStrategies, groups } from "../schema.ts";
 
@@ -73,13 +73,4 @@ export async function saveGroup(
     return groupId;
   });
   return savedId === null ? null : getGroupWithStrategies(db, savedId);
-}
-
-/** The largest per-image limit of any enabled group: the most a request without a header credential may send. */
-export async function largestUploadKb(db: Executor): Promise<number> {
-  const [row] = await db
-    .select({ kb: sql<number>`coalesce(max(${groups.maxFileSizeKb}), 0)::int` })
-    .from(groups)
-    .where(eq(groups.enabled, true));
-  return row!.kb;
 }

@@ -1,9 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { listImagesForOwner } from "../../db/repositories/images.ts";
-import { getUser } from "../../db/repositories/users.ts";
 import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
-import { toImageResource } from "../../http/image-resource.ts";
+import { imagePage } from "../../http/image-resource.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, ImagePage } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
@@ -34,20 +32,6 @@ export const listImagesRoute = createRoute({
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(listImagesRoute, async (c) => {
     const { per_page, page } = c.req.valid("query");
-    const caller = c.get("caller");
-    const deps = c.get("deps");
-    // the page and the account's current count at once (the caller's account may be up to a second old)
-    const [rows, owner] = await Promise.all([
-      listImagesForOwner(deps.db, caller.user.id, per_page, (page - 1) * per_page),
-      getUser(deps.db, caller.user.id),
-    ]);
-    const total = owner?.imageNum ?? caller.user.imageNum;
-    return respond(c, {
-      current_page: page,
-      last_page: Math.max(1, Math.ceil(total / per_page)),
-      per_page,
-      total,
-      data: rows.map((r) => toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl)),
-    });
+    return respond(c, await imagePage(c.get("deps"), c.get("caller").user, per_page, page));
   });
 }

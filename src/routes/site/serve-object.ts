@@ -3,6 +3,7 @@ import { findImageByStoredPath } from "../../db/repositories/images.ts";
 import { failure } from "../../http/envelope.ts";
 import type { Strategy } from "../../db/repositories/strategies.ts";
 import type { Deps } from "../../deps.ts";
+import { perDeps } from "../../services/per-deps.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { parseRange } from "../../http/range.ts";
 
@@ -116,9 +117,8 @@ const notFound = () =>
     headers: { "content-type": "application/json", "x-content-type-options": "nosniff" },
   });
 
-const servers = new WeakMap<Deps, (request: Request) => Promise<Response>>();
 /** One object server per set of dependencies: the app's route and Bun's own router share its cache. */
-export const objectServerFor = (deps: Deps) => servers.get(deps) ?? servers.set(deps, objectServer(deps)).get(deps)!;
+export const objectServerFor = perDeps(objectServer);
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.get("/i/*", (c) => objectServerFor(c.get("deps"))(c.req.raw));

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { AppError } from "../errors.ts";
 
 export interface WorkQueueLimits {
-  /** Jobs running at once: the cores this process may spend on decoding. */
+  /** Jobs running at once. */
   concurrency: number;
   /** Jobs one subject (an account, or a guest's address) may have waiting. */
   waitingPerSubject: number;
@@ -10,14 +10,26 @@ export interface WorkQueueLimits {
   waiting: number;
 }
 
+/** What a refused job is told: its subject has too many waiting, or the queue is full. */
+export interface Refusals {
+  subjectFull: (waitingPerSubject: number) => string;
+  full: string;
+}
+
+const imageRefusals: Refusals = {
+  subjectFull: (n) => `Too many of your images are waiting to be processed: at most ${n}.`,
+  full: "The server is busy processing images: retry in a few seconds.",
+};
+
 interface Waiter {
   start: () => void;
 }
 
 /**
- * A bounded queue for CPU-heavy image work, fair between subjects: when a slot frees, the next job is taken
- * from the subject that has waited longest in turn (round robin), so one caller sending many slow images
- * delays another caller's image by at most the jobs already running. Beyond its bounds a job is refused (429).
+ * A bounded queue for CPU- or memory-heavy work (image decodes, password hashes), fair between subjects: when a
+ * slot frees, the next job is taken from the subject that has waited longest in turn (round robin), so one caller
+ * sending many slow images delays another caller's image by at most the jobs already running. Beyond its bounds a
+ * job is refused (429 with Retry-After).
  */
 export class FairWorkQueue {
   private running = 0;
@@ -25,7 +37,10 @@ export class FairWorkQueue {
   /** Waiting jobs by subject; the map's order is the round-robin order. */
   private readonly bySubject = new Map<string, Waiter[]>();
 
-  constructor(private readonly limits: WorkQueueLimits) {}
+  constructor(
+    private readonly limits: WorkQueueLimits,
+    private readonly refusals: Refusals = imageRefusals,
+  ) {}
 
   async run<T>(subject: string, job: () => Promise<T>): Promise<T> {
     if (this.running >= this.limits.concurrency) await this.wait(subject);
@@ -39,10 +54,8 @@ export class FairWorkQueue {
 
   private wait(subject: string): Promise<void> {
     const queue = this.bySubject.get(subject) ?? [];
-    if (queue.length >= this.limits.waitingPerSubject) {
-      throw busy(`Too many of your images are waiting to be processed: at most ${this.limits.waitingPerSubject}.`);
-    }
-    if (this.waitingCount >= this.limits.waiting) throw busy("The server is busy processing images: retry in a few seconds.");
+    if (queue.length >= this.limits.waitingPerSubject) throw busy(this.refusals.subjectFull(this.limits.waitingPerSubject));
+    if (this.waitingCount >= this.limits.waiting) throw busy(this.refusals.full);
     return new Promise((start) => {
       queue.push({ start });
       this.bySubject.set(subject, queue);
