@@ -9,6 +9,8 @@ import { defaultAuthFailureLimits, FailedAuthThrottle } from "./http/throttle.ts
 import { Envelope } from "./http/schemas.ts";
 import type { AppEnv } from "./http/types.ts";
 import { validationHook } from "./http/validation.ts";
+import { observeRequests } from "./http/observe.ts";
+import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
 
 export const apiInfo = {
@@ -63,15 +65,13 @@ export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   const authThrottle = new FailedAuthThrottle(deps.config.authFailures ?? defaultAuthFailureLimits);
   const uploadBodies = new UploadBodyGate(deps.config.uploadBodies ?? defaultBodyGateLimits);
+  const observe = observeRequests(deps);
 
   app.use("*", async (c, next) => {
-    const requestId = c.req.header("x-request-id")?.slice(0, 64) || crypto.randomUUID();
-    c.set("requestId", requestId);
     c.set("deps", deps);
     c.set("authThrottle", authThrottle);
     c.set("uploadBodies", uploadBodies);
-    await next();
-    c.header("X-Request-Id", requestId);
+    return observe(c, next);
   });
   // uploads read their own body with the group's limit; everything else is small JSON
   app.use("/api/*", async (c, next) => {
@@ -110,7 +110,7 @@ export function createApp(deps: Deps) {
     }
     // a service's own failure (AppError "internal") shows its message; its cause, like any other error, only the log
     const requestId = c.get("requestId");
-    console.error(`[${requestId}] ${c.req.method} ${c.req.path}:`, err instanceof AppError ? (err.cause ?? err.message) : err);
+    logFor(deps).error({ err: err instanceof AppError ? (err.cause ?? err) : err }, `${c.req.method} ${c.req.path} failed`);
     const message = err instanceof AppError ? err.message : "Internal server error.";
     return c.json({ ...failure(message), request_id: requestId }, err instanceof AppError ? err.status : 500);
   });

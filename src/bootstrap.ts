@@ -4,6 +4,7 @@ import { openEmbedded, openPostgres, type Database } from "./db/client.ts";
 import { seedDatabase } from "./db/seed.ts";
 import type { Env } from "./env.ts";
 import { randomToken } from "./services/secrets.ts";
+import { defaultLogger, type Logger } from "./observability/log.ts";
 
 /** ADMIN_TOKEN, or the one in DATA_DIR/admin-token, generated (mode 600) at first start. */
 export function resolveAdminToken(env: Env): { token: string; generatedAt?: string } {
@@ -21,19 +22,19 @@ export function resolveAdminToken(env: Env): { token: string; generatedAt?: stri
  * Opens the database named by the environment (DATABASE_URL, or the embedded PostgreSQL in DATA_DIR/postgres,
  * started here and stopped by close()), applies migrations and seeds a fresh one.
  */
-export async function openDatabase(env: Env): Promise<Database> {
+export async function openDatabase(env: Env, log: Logger = defaultLogger()): Promise<Database> {
   const database = env.DATABASE_URL
     ? openPostgres(env.DATABASE_URL)
     : await openEmbedded(env.DATA_DIR, {
         // without its database the server can only answer 500s: stop, so that a supervisor restarts both
         onUnexpectedExit(code, signal, logFile) {
-          console.error(`The embedded PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); see ${logFile}. Stopping.`);
+          log.fatal({ code, signal, log_file: logFile }, `The embedded PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); see ${logFile}. Stopping.`);
           process.exit(1);
         },
       });
   if (database.embedded) {
     const { dir, created, startMs } = database.embedded;
-    console.log(`Embedded PostgreSQL ${created ? "created and " : ""}started in ${dir} (${Math.round(startMs)} ms; log in ${dir}.log).`);
+    log.info({ dir, created, start_ms: Math.round(startMs) }, `Embedded PostgreSQL ${created ? "created and " : ""}started in ${dir} (${Math.round(startMs)} ms; log in ${dir}.log).`);
   }
   try {
     await database.migrate();

@@ -2,6 +2,8 @@ import type { BodyGateLimits } from "./http/body-gate.ts";
 import type { ThrottleLimits } from "./http/throttle.ts";
 import type { Db } from "./db/client.ts";
 import type { StorageRegistry } from "./storage/index.ts";
+import type { Logger } from "./observability/log.ts";
+import type { PoolReader } from "./observability/metrics.ts";
 
 export interface Config {
   baseUrl: string;
@@ -18,6 +20,8 @@ export interface Config {
   uploadBodies?: BodyGateLimits;
   /** Seconds an upload body may take to arrive (default 60). */
   uploadReadTimeoutSeconds?: number;
+  /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; otherwise it answers loopback clients only. */
+  metricsToken?: string;
 }
 
 export interface Deps {
@@ -25,4 +29,8 @@ export interface Deps {
   storage: StorageRegistry;
   config: Config;
   clock: () => Date;
+  /** The service's logger (default: one from LOG_FORMAT and LOG_LEVEL, writing to standard output). */
+  log?: Logger;
+  /** Reads how many connections of this instance's pool are open and in use (for /metrics). */
+  pool?: PoolReader;
 }

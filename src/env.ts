@@ -1,4 +1,15 @@
 import { z } from "zod";
+import { LOG_LEVELS } from "./observability/log.ts";
+
+/** Whether the runtime knows `name` as an IANA time zone (or an offset zone like UTC, Etc/GMT+2). */
+export function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const bool = z
   .enum(["true", "false", "1", "0", "yes", "no"])
@@ -6,7 +17,17 @@ const bool = z
 
 export const envSchema = z
   .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    PORT: z
+      .string()
+      .default("3000")
+      .transform((v, ctx) => {
+        const port = /^\d{1,5}$/.test(v.trim()) ? Number(v) : NaN;
+        if (!(port >= 0 && port <= 65535)) {
+          ctx.addIssue({ code: "custom", message: `${JSON.stringify(v)} is not a port number (0–65535)` });
+          return z.NEVER;
+        }
+        return port;
+      }),
     HOST: z.string().min(1).default("0.0.0.0"),
     DATA_DIR: z.string().min(1).default("./data"),
     DATABASE_URL: z
@@ -27,6 +48,15 @@ export const envSchema = z
     UPLOAD_READ_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
     UPLOAD_BODIES_PER_ADDRESS: z.coerce.number().int().min(1).max(10_000).default(4),
     UPLOAD_BODIES_TOTAL: z.coerce.number().int().min(1).max(100_000).default(64),
+    LOG_FORMAT: z.enum(["json", "pretty"], { error: (i) => `${JSON.stringify(i.input)} is not a log format: json or pretty` }).optional(),
+    LOG_LEVEL: z
+      .enum(LOG_LEVELS, { error: (i) => `${JSON.stringify(i.input)} is not a log level: ${LOG_LEVELS.join(", ")}` })
+      .default("info"),
+    METRICS_TOKEN: z.string().min(16, "must be at least 16 characters (generate one with: openssl rand -base64 24)").optional(),
+    TZ: z
+      .string()
+      .refine(isTimeZone, { error: (i) => `${JSON.stringify(i.input)} is not a time zone (use a name like UTC or Europe/Paris)` })
+      .optional(),
   })
   .transform((e) => ({
     ...e,
@@ -40,8 +70,8 @@ export function loadEnv(source: Record<string, string | undefined> = process.env
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    console.error(`Invalid environment:\n${lines.join("\n")}`);
+    // one line a variable, naming it: `PORT: "abc" is not a port number (0–65535)`
+    for (const issue of parsed.error.issues) console.error(`${issue.path.join(".")}: ${issue.message}`);
     process.exit(1);
   }
   return parsed.data;

@@ -1,23 +1,66 @@
-import { mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync } from "node:fs";
+import { resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { objectServerFor } from "./routes/site/serve-object.ts";
 import { openDatabase, resolveAdminToken } from "./bootstrap.ts";
-import { loadEnv } from "./env.ts";
+import { loadEnv, type Env } from "./env.ts";
+import { clientAddress } from "./http/auth.ts";
+import { observeObjects } from "./http/observe.ts";
+import { createLogger, defaultLogFormat } from "./observability/log.ts";
 import { StorageRegistry } from "./storage/index.ts";
 import { startReconciler } from "./services/reconcile.ts";
 import { startSweeper } from "./services/sweeper.ts";
 
+/** A start-up failure the operator can fix: one line naming the variable, no stack trace, exit 1. */
+function refuseToStart(line: string): never {
+  console.error(line);
+  process.exit(1);
+}
+
+/** DATA_DIR exists (or can be made) and this user may write there. */
+function checkDataDir(env: Env) {
+  const dir = resolve(env.DATA_DIR);
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why =
+      code === "EACCES" || code === "EPERM"
+        ? `is not readable and writable by this user (uid ${process.getuid?.() ?? "?"})`
+        : code === "ENOTDIR" || code === "EEXIST"
+          ? "is not a directory"
+          : code === "EROFS"
+            ? "is on a read-only file system"
+            : `cannot be used (${code ?? (e as Error).message})`;
+    refuseToStart(`DATA_DIR: ${JSON.stringify(env.DATA_DIR)} ${why}`);
+  }
+}
+
+/** Why Bun.serve could not listen, as one line naming the variable to change. */
+function listenFailure(env: Env, e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code ?? "";
+  const message = (e as Error).message ?? String(e);
+  if (code === "EADDRINUSE" || /in use/i.test(message)) {
+    return `PORT: ${env.PORT} is already in use on ${env.HOST} (another process listens there); choose another with PORT=…`;
+  }
+  if (code === "EACCES" || /permission/i.test(message)) {
+    return `PORT: ${env.PORT} needs privileges this user lacks (ports below 1024); use a port above 1023 behind a proxy`;
+  }
+  return `HOST: cannot listen on ${JSON.stringify(env.HOST)} port ${env.PORT} (${code || message}); use an address of this machine, like 0.0.0.0 or 127.0.0.1`;
+}
+
 const env = loadEnv();
-mkdirSync(env.DATA_DIR, { recursive: true });
+const log = createLogger({ format: env.LOG_FORMAT ?? defaultLogFormat(), level: env.LOG_LEVEL });
+checkDataDir(env);
 const admin = resolveAdminToken(env);
-if (admin.generatedAt) console.log(`Generated an admin token in ${admin.generatedAt} (mode 600).`);
+if (admin.generatedAt) log.info({ file: admin.generatedAt }, `Generated an admin token in ${admin.generatedAt} (mode 600).`);
 
 let database: Awaited<ReturnType<typeof openDatabase>>;
 try {
-  database = await openDatabase(env);
+  database = await openDatabase(env, log);
 } catch (e) {
-  console.error(`Cannot open the database: ${(e as Error).message}`);
-  process.exit(1);
+  refuseToStart(`${env.DATABASE_URL ? "DATABASE_URL" : "DATA_DIR"}: cannot open the database: ${(e as Error).message.split("\n")[0]}`);
 }
 
 const deps = {
@@ -30,37 +73,52 @@ const deps = {
     trustedProxies: env.TRUST_PROXY,
     uploadReadTimeoutSeconds: env.UPLOAD_READ_TIMEOUT_SECONDS,
     uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, total: env.UPLOAD_BODIES_TOTAL },
+    metricsToken: env.METRICS_TOKEN,
   },
   clock: () => new Date(),
+  log,
+  pool: database.pool,
 };
 const app = createApp(deps);
+
+let server: ReturnType<typeof Bun.serve>;
+try {
+  server = Bun.serve({
+    port: env.PORT,
+    hostname: env.HOST,
+    // image requests go straight to the object server (Bun's router, no middleware); everything else to the app
+    routes: {
+      "/i/*": observeObjects(deps, objectServerFor(deps), (request) =>
+        clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? ""),
+      ),
+    },
+    fetch: app.fetch,
+    maxRequestBodySize: 1024 * 1024 * 1024,
+    idleTimeout: 60,
+  });
+} catch (e) {
+  await database.close().catch(() => {});
+  refuseToStart(listenFailure(env, e));
+}
 const sweeper = startSweeper(deps, env.SWEEP_INTERVAL_SECONDS * 1000);
 const reconciler = startReconciler(deps, env.RECONCILE_INTERVAL_SECONDS * 1000);
-
-const server = Bun.serve({
-  port: env.PORT,
-  hostname: env.HOST,
-  // image requests go straight to the object server (Bun's router, no middleware); everything else to the app
-  routes: { "/i/*": objectServerFor(deps) },
-  fetch: app.fetch,
-  maxRequestBodySize: 1024 * 1024 * 1024,
-  idleTimeout: 60,
-});
-console.log(
+log.info(
+  { address: `http://${env.HOST}:${server.port}`, base_url: env.BASE_URL, database: database.driver === "postgres" && !database.embedded ? "postgres" : "embedded" },
   `Image host listening on http://${env.HOST}:${server.port} (public address ${env.BASE_URL}, ` +
-    `database: ${database.driver === "postgres" ? "PostgreSQL" : `embedded in ${env.DATA_DIR}/db`}). Docs: ${env.BASE_URL}/docs`,
+    `database: ${database.embedded ? `embedded in ${database.embedded.dir}` : "PostgreSQL"}). Docs: ${env.BASE_URL}/docs`,
 );
 
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  console.log(`${signal}: draining in-flight requests…`);
+  log.info({ signal }, `${signal}: draining in-flight requests…`);
   await sweeper.stop();
   await reconciler.stop();
   await server.stop(); // waits for in-flight requests
   await database.close();
-  console.log("stopped");
+  log.info("stopped");
+  log.flush();
   process.exit(0);
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -252,7 +252,7 @@ describe("configuration and failures", () => {
       const { result, logged } = await quietly(() => ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }));
       const body = expectStatus(result, 500);
       expect(body).toEqual({ status: false, message: "The storage service failed; nothing was stored.", data: null, request_id: expect.any(String) });
-      expect(logged.map((l) => l.map(String).join(" ")).some((line) => line.includes(body.request_id))).toBe(true);
+      expect(logged.map((l) => JSON.stringify(l)).some((line) => line.includes(body.request_id))).toBe(true);
     } finally {
       await ctx.close();
     }

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeImage, multipart } from "./support/images.ts";
@@ -54,22 +54,78 @@ async function waitHealthy(port: number, proc: ReturnType<typeof start>) {
 }
 
 describe("environment validation", () => {
-  for (const [name, value] of [
-    ["PORT", "not-a-port"],
-    ["PORT", "70000"],
-    ["DATABASE_URL", "mysql://x"],
-    ["BASE_URL", "ftp://example.com"],
-    ["ADMIN_TOKEN", "short"],
-    ["TRUST_PROXY", "maybe"],
-  ]) {
-    test(`${name}=${value} → a readable message and exit code 1`, async () => {
+  for (const [name, value, line] of [
+    ["PORT", "abc", 'PORT: "abc" is not a port number (0–65535)'],
+    ["PORT", "70000", 'PORT: "70000" is not a port number (0–65535)'],
+    ["DATABASE_URL", "mysql://x", "DATABASE_URL: must be a postgres:// or postgresql:// URL"],
+    ["BASE_URL", "ftp://example.com", "BASE_URL: "],
+    ["ADMIN_TOKEN", "short", "ADMIN_TOKEN: must be at least 32 characters (generate one with: openssl rand -base64 32)"],
+    ["TRUST_PROXY", "maybe", "TRUST_PROXY: must be true, false or the number of proxies in front of the server (0–10)"],
+    ["TZ", "Mars/Olympus_Mons", 'TZ: "Mars/Olympus_Mons" is not a time zone (use a name like UTC or Europe/Paris)'],
+    ["LOG_LEVEL", "loud", 'LOG_LEVEL: "loud" is not a log level: fatal, error, warn, info, debug, trace, silent'],
+    ["LOG_FORMAT", "xml", 'LOG_FORMAT: "xml" is not a log format: json or pretty'],
+    ["METRICS_TOKEN", "short", "METRICS_TOKEN: must be at least 16 characters (generate one with: openssl rand -base64 24)"],
+  ] as const) {
+    test(`${name}=${value} → one line naming it, exit code 1`, async () => {
       const proc = start({ DATA_DIR: tempDir(), [name]: value });
       expect(await proc.exited).toBe(1);
       const stderr = await new Response(proc.stderr).text();
-      expect(stderr).toContain("Invalid environment");
-      expect(stderr).toContain(name);
+      expect(stderr.trim().split("\n")).toHaveLength(1);
+      expect(stderr).toStartWith(line);
     });
   }
+});
+
+describe("start-up failures: one line naming the variable, exit code 1, no stack trace", () => {
+  async function failsWith(env: Record<string, string>, line: string | RegExp) {
+    const proc = start(env);
+    expect(await proc.exited).toBe(1);
+    const stderr = (await new Response(proc.stderr).text()).trim();
+    expect(stderr.split("\n")).toHaveLength(1);
+    expect(stderr).not.toContain("    at ");
+    if (typeof line === "string") expect(stderr).toBe(line);
+    else expect(stderr).toMatch(line);
+  }
+
+  test("a port another process listens on", async () => {
+    const busy = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    try {
+      await failsWith(
+        { DATA_DIR: tempDir(), PORT: String(busy.port) },
+        `PORT: ${busy.port} is already in use on 127.0.0.1 (another process listens there); choose another with PORT=…`,
+      );
+    } finally {
+      busy.stop(true);
+    }
+  });
+
+  test("an address that is not this machine's", async () => {
+    // TEST-NET-3 (RFC 5737): never assigned to a machine, so binding fails with EADDRNOTAVAIL; no packet is sent
+    await failsWith(
+      { DATA_DIR: tempDir(), PORT: String(await freePort()), HOST: "203.0.113.7" },
+      /^HOST: cannot listen on "203\.0\.113\.7" port \d+ \(EADDRNOTAVAIL\); use an address of this machine/,
+    );
+  });
+
+  test("a DATA_DIR that is a file", async () => {
+    const file = join(tempDir(), "not-a-dir");
+    writeFileSync(file, "");
+    await failsWith({ DATA_DIR: file }, `DATA_DIR: ${JSON.stringify(file)} is not a directory`);
+  });
+
+  test.skipIf(process.getuid?.() !== 0)("a DATA_DIR this user may not write (run as nobody)", async () => {
+    const dir = tempDir();
+    chmodSync(dir, 0o555);
+    const proc = Bun.spawn(["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, HOME: "/tmp", DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(await freePort()) },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await proc.exited).toBe(1);
+    const stderr = (await new Response(proc.stderr).text()).trim();
+    expect(stderr).toBe(`DATA_DIR: ${JSON.stringify(dir)} is not readable and writable by this user (uid 65534)`);
+  });
 });
 
 describe("first start, restart, stop", () => {

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
@@ -7,7 +8,13 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import { type ConnectionOptions, type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from "./embedded.ts";
+import {
+  type ConnectionOptions,
+  type EmbeddedOptions,
+  type EmbeddedPostgres,
+  runningServerConnection,
+  startEmbeddedPostgres,
+} from "./embedded.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -23,6 +30,8 @@ export interface Database {
   close(): Promise<void>;
   /** PGlite only: the whole data directory, to clone a prepared database quickly. */
   dumpDataDir?: () => Promise<Blob>;
+  /** How many connections of the pool are open and in use, read from pg_stat_activity (PostgreSQL only). */
+  pool?: () => Promise<{ open: number; inUse: number; max: number }>;
   /** The embedded PostgreSQL this process started (openEmbedded). */
   embedded?: { dir: string; created: boolean; startMs: number; migratedFrom?: string };
 }
@@ -33,14 +42,25 @@ const MIGRATION_LOCK = 7_340_001;
 /** A PostgreSQL server: a `postgres://` URL, or postgres.js options (the embedded server's Unix socket). */
 export type Connection = string | ConnectionOptions;
 
+let pools = 0;
+
 export function openPostgres(connection: Connection, options: { max?: number; idleTimeoutSeconds?: number } = {}): Database {
   const connect = (extra: postgres.Options<{}>) =>
     typeof connection === "string" ? postgres(connection, extra) : postgres({ ...connection, ...extra });
-  const client = connect({ max: options.max ?? 10, idle_timeout: options.idleTimeoutSeconds, onnotice: () => {} });
+  const max = options.max ?? 10;
+  // a name of this pool's own, so that pg_stat_activity tells its connections from other instances'
+  const applicationName = `image-host ${hostname().slice(0, 30)}:${process.pid}:${++pools}`;
+  const client = connect({ max, idle_timeout: options.idleTimeoutSeconds, onnotice: () => {}, connection: { application_name: applicationName } });
   const db: Db = drizzlePostgres(client, { schema });
   return {
     db,
     driver: "postgres",
+    async pool() {
+      const [row] = await client<{ open: number; active: number }[]>`
+        select count(*)::int as open, (count(*) filter (where state <> 'idle'))::int as active
+        from pg_stat_activity where application_name = ${applicationName}`;
+      return { open: row!.open, inUse: Math.max(0, row!.active - 1), max };
+    },
     async migrate() {
       // one connection, so the advisory lock and the migration share a session
       const single = connect({ max: 1, onnotice: () => {} });
@@ -115,6 +135,49 @@ export async function openEmbedded(
     };
   } catch (e) {
     await server?.stop();
+    releaseLock();
+    throw e;
+  }
+}
+
+/**
+ * A connection to DATA_DIR's embedded PostgreSQL for a tool that works beside the server (`backup create`): when a
+ * live server holds the DATA_DIR lock, that server's own (found through its postmaster.pid); otherwise the cluster
+ * is started here for the tool's duration, holding the lock so that no server starts on it meanwhile. Never
+ * initialises or converts anything: null when DATA_DIR holds no embedded PostgreSQL cluster.
+ */
+export async function attachEmbedded(
+  dataDir: string,
+): Promise<{ connection: ConnectionOptions; startedHere: boolean; close(): Promise<void> } | null> {
+  const cluster = join(dataDir, "postgres");
+  if (!existsSync(join(cluster, "PG_VERSION"))) return null;
+  let releaseLock: () => void;
+  try {
+    releaseLock = lockDirectory(dataDir);
+  } catch (e) {
+    if (!(e instanceof DirectoryInUse)) throw e;
+    // a server holds the directory: its PostgreSQL is ready, or about to be (a server that is starting)
+    for (const deadline = Date.now() + 30_000; ; ) {
+      const connection = runningServerConnection(cluster);
+      if (connection) return { connection, startedHere: false, close: async () => {} };
+      if (Date.now() > deadline) throw new Error(`${e.message} (its embedded PostgreSQL in ${resolve(cluster)} did not answer within 30 s)`);
+      await Bun.sleep(100);
+    }
+  }
+  try {
+    const server = await startEmbeddedPostgres(cluster);
+    return {
+      connection: server.connection(),
+      startedHere: true,
+      async close() {
+        try {
+          await server.stop();
+        } finally {
+          releaseLock();
+        }
+      },
+    };
+  } catch (e) {
     releaseLock();
     throw e;
   }
@@ -228,12 +291,23 @@ export async function openPglite(dataDir: string | undefined, options: { loadDat
 /** Directories this process has locked: a lock file naming our own pid may also be a stale one (pid 1 in a container). */
 const lockedHere = new Set<string>();
 
+/** DATA_DIR is locked by another live process (a server, or a tool such as `backup create`). */
+export class DirectoryInUse extends Error {
+  constructor(
+    message: string,
+    readonly pid: number,
+  ) {
+    super(message);
+  }
+}
+
 function lockDirectory(dir: string): () => void {
   const lockPath = join(dir, "server.lock");
   const inUse = (pid: number) =>
-    new Error(
+    new DirectoryInUse(
       `${resolve(dir)} is in use by process ${pid}. The embedded database allows one server per DATA_DIR; ` +
         "stop it, or set DATABASE_URL to run several instances on PostgreSQL.",
+      pid,
     );
   if (lockedHere.has(resolve(lockPath))) throw inUse(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -216,6 +216,21 @@ function readPidFile(dir: string): string[] | null {
 }
 
 /**
+ * How another process reaches the server running on cluster `dir`: its postmaster.pid names the socket directory
+ * and port (lines 5 and 4). Null when no live server is ready there. Under root the socket belongs to the
+ * `postgres` user with mode 700; root reaches it all the same.
+ */
+export function runningServerConnection(dir: string, database = "postgres"): ConnectionOptions | null {
+  const lines = readPidFile(resolve(dir));
+  const pid = Number(lines?.[0]);
+  if (!lines || !pid || !isAlive(pid) || lines[7]?.trim() !== "ready") return null;
+  const port = Number(lines[3]);
+  const host = lines[4]?.trim();
+  if (!port || !host) return null;
+  return { host, port, username: "postgres", database };
+}
+
+/**
  * A postmaster still running on `dir` was left by a server that died without stopping it (SIGKILL where there is
  * no parent-death signal): the caller holds the DATA_DIR lock, so no live server owns it. Fast-stop it.
  */

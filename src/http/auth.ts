@@ -154,12 +154,24 @@ export const requireUser: MiddlewareHandler<UserEnv> = async (c, next) => {
  * the client wrote, never trusted. A request with fewer entries did not come through your proxies: socket address.
  */
 export function clientIp<E extends RequestEnv>(c: Context<E>): string {
-  const hops = c.get("deps").config.trustedProxies;
+  return clientAddress(c.get("deps").config.trustedProxies, c.req.header("x-forwarded-for") ?? null, () => socketAddress(c));
+}
+
+/**
+ * The client's address: with `hops` proxies of yours in front, the entry that many places from the right of
+ * X-Forwarded-For (the one your outermost proxy appended); otherwise, or when the header is short, the socket's.
+ */
+export function clientAddress(hops: number, forwardedFor: string | null, socket: () => string): string {
   if (hops > 0) {
-    const forwarded = (c.req.header("x-forwarded-for") ?? "").split(",").map((a) => a.trim());
+    const forwarded = (forwardedFor ?? "").split(",").map((a) => a.trim());
     const entry = forwarded.length >= hops ? forwarded[forwarded.length - hops] : undefined;
     if (entry) return entry.slice(0, 64);
   }
+  return socket();
+}
+
+/** The address of the connection's other end (the nearest proxy, when there is one). */
+export function socketAddress<E extends RequestEnv>(c: Context<E>): string {
   const server = c.env as { requestIP?: (r: Request) => { address: string } | null } | undefined;
   try {
     return server?.requestIP?.(c.req.raw)?.address ?? "";

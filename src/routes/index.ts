@@ -12,6 +12,7 @@ import * as uploadImage from "./images/upload-image.ts";
 import * as getProfile from "./profile/get-profile.ts";
 import * as docs from "./site/docs.ts";
 import * as health from "./site/health.ts";
+import * as metrics from "./site/metrics.ts";
 import * as serveObject from "./site/serve-object.ts";
 import * as listStrategies from "./strategies/list-strategies.ts";
 import * as createTemporaryTokens from "./tokens/create-temporary-tokens.ts";
@@ -31,6 +32,7 @@ const modules = [
   adminTokens,
   adminStorage,
   health,
+  metrics,
   serveObject,
   docs,
   // the user center's pages (plain routes, outside the spec)

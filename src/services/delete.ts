@@ -5,6 +5,7 @@ import type { Tx } from "../db/client.ts";
 import { AppError, notFound } from "../errors.ts";
 import { StorageError } from "../storage/index.ts";
 import { lookupCacheFor } from "./lookup-cache.ts";
+import { logFor } from "../observability/log.ts";
 
 /**
  * Removes the stored object and thumbnail while the record is locked, then the record, releasing quota
@@ -19,7 +20,7 @@ export async function removeImage(deps: Deps, tx: Tx, image: ImageRow) {
       if (image.thumbnailPath) await storage.delete(image.thumbnailPath);
     } catch (e) {
       if (e instanceof StorageError) {
-        console.error(`delete ${image.key}: ${e.message}`);
+        logFor(deps).error({ err: e, image: image.key, strategy_id: strategy.id }, "delete: the storage failed; the image was kept");
         throw new AppError("internal", "The storage service failed; the image was not deleted.");
       }
       throw e;

@@ -3,6 +3,8 @@ import type { Db } from "../db/client.ts";
 import { existingRecordIds, findRecordsNaming, listRecordsOn } from "../db/repositories/stored-objects.ts";
 import { listStrategies, type Strategy } from "../db/repositories/strategies.ts";
 import type { Deps } from "../deps.ts";
+import { defaultLogger, type Logger, withLogger } from "../observability/log.ts";
+import { metricsFor } from "../observability/metrics.ts";
 import type { Storage, StoredObject } from "../storage/index.ts";
 
 /**
@@ -99,6 +101,7 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
   });
   report.skipped = !ran;
   report.durationMs = deps.clock().getTime() - startedAt.getTime();
+  metricsFor(deps).reconcilerOrphans.inc(report.locations.reduce((n, l) => n + l.orphansFound, 0));
   return report;
 }
 
@@ -338,9 +341,13 @@ async function exclusively(db: Db, fn: () => Promise<void>): Promise<boolean> {
 export function startReconciler(deps: Deps, intervalMs: number) {
   const abort = new AbortController();
   let current: Promise<void> | null = null;
+  const log = (deps.log ?? defaultLogger()).child({ job: "reconciler" });
   const run = () => {
-    current ??= reconcileStorage(deps, { signal: abort.signal })
-      .then(logReport, (e) => console.error(`reconciler: ${(e as Error).message}`))
+    current ??= withLogger(log, () => reconcileStorage(deps, { signal: abort.signal }))
+      .then(
+        (report) => logReport(log, report),
+        (e) => log.error({ err: e }, "reconcile failed"),
+      )
       .finally(() => {
         current = null;
       });
@@ -356,13 +363,22 @@ export function startReconciler(deps: Deps, intervalMs: number) {
   };
 }
 
-function logReport(report: ReconcileReport) {
+function logReport(log: Logger, report: ReconcileReport) {
   for (const l of report.locations) {
     if (l.orphansFound + l.partsFound + l.recordsMissingObject + l.errors.length === 0) continue;
     const strategies = l.strategies.map((s) => `#${s.id} ${s.name}`).join(", ");
-    console.log(
-      `reconciler (${strategies}): ${l.orphansRemoved}/${l.orphansFound} orphans and ${l.partsRemoved}/${l.partsFound} temporary files removed, ` +
-        `${l.recordsMissingObject} records miss their object${l.errors.length ? `, ${l.errors.length} errors: ${l.errors[0]}` : ""}`,
+    log[l.errors.length || l.recordsMissingObject ? "warn" : "info"](
+      {
+        strategies: l.strategies.map((s) => s.id),
+        orphans_found: l.orphansFound,
+        orphans_removed: l.orphansRemoved,
+        parts_found: l.partsFound,
+        parts_removed: l.partsRemoved,
+        records_missing_object: l.recordsMissingObject,
+        errors: l.errors.slice(0, 5),
+      },
+      `${strategies}: ${l.orphansRemoved}/${l.orphansFound} orphans and ${l.partsRemoved}/${l.partsFound} temporary files removed, ` +
+        `${l.recordsMissingObject} records miss their object${l.errors.length ? `, ${l.errors.length} errors` : ""}`,
     );
   }
 }

@@ -1,5 +1,6 @@
 import type { Group } from "../db/repositories/groups.ts";
 import { badRequest } from "../errors.ts";
+import { logFor } from "../observability/log.ts";
 
 /**
  * Content review configured for the group. `webhook`: the image is POSTed (raw bytes, its media type as
@@ -28,8 +29,9 @@ export async function reviewContent(
     verdict = (await res.json()) as typeof verdict;
     if (typeof verdict?.allow !== "boolean") throw new Error("review webhook answer has no boolean `allow`");
   } catch (e) {
-    if (group.reviewFailOpen) return;
-    console.warn(`content review unavailable (${(e as Error).message}); refusing (fail-closed)`);
+    const failOpen = group.reviewFailOpen;
+    logFor({}).warn({ err: e, group_id: group.id }, `content review unavailable; ${failOpen ? "accepting (fail-open)" : "refusing (fail-closed)"}`);
+    if (failOpen) return;
     throw badRequest("Content review is unavailable; try again later.");
   }
   if (!verdict.allow) {

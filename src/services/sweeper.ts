@@ -3,6 +3,8 @@ import { lockNextExpiredImage } from "../db/repositories/images.ts";
 import { deleteExpiredTemporaryTokens } from "../db/repositories/tokens.ts";
 import { removeImage } from "./delete.ts";
 import { pruneLimits } from "./limits.ts";
+import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
+import { metricsFor } from "../observability/metrics.ts";
 
 /**
  * Removes images past expired_at (objects, record, quota), one transaction each. Rows are taken with
@@ -24,7 +26,7 @@ export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
         return "removed" as const;
       })
       .catch((e) => {
-        console.error(`sweeper: ${(e as Error).message}`);
+        logFor(deps).error({ err: e, image_id: current }, "could not remove an expired image; left for the next round");
         return "failed" as const;
       });
     if (outcome === "done") break;
@@ -35,15 +37,20 @@ export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
     }
     removed++;
   }
+  if (removed > 0) {
+    metricsFor(deps).sweeperRemoved.inc(removed);
+    logFor(deps).info({ removed }, `removed ${removed} expired images`);
+  }
   await pruneLimits(deps.db, now);
   await deleteExpiredTemporaryTokens(deps.db, new Date(now.getTime() - 86_400_000));
   return removed;
 }
 
 export function startSweeper(deps: Deps, intervalMs: number) {
+  const log = (deps.log ?? defaultLogger()).child({ job: "sweeper" });
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = sweepExpired(deps).catch((e) => console.error(`sweeper: ${(e as Error).message}`));
+    running = withLogger(log, () => sweepExpired(deps)).catch((e) => log.error({ err: e }, "sweep failed"));
   }, intervalMs);
   return {
     async stop() {

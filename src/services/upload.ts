@@ -14,6 +14,8 @@ import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
 import { usableStrategiesOf } from "./lookup-cache.ts";
 import { randomToken } from "./secrets.ts";
+import { logFor } from "../observability/log.ts";
+import { metricsFor, type RefusalReason, tagRefusal } from "../observability/metrics.ts";
 
 export interface UploadInput {
   caller: Caller;
@@ -40,6 +42,16 @@ interface Upload {
   mimetype: string;
   /** The Content-Type the client declared for the part ("" when absent). */
   declaredType: string;
+}
+
+/** A refusal of the record step (capacity or frequency, checked again atomically): a 400 that knows its reason. */
+class RecordRefusal extends AppError {
+  constructor(
+    readonly reason: "capacity" | "frequency",
+    message: string,
+  ) {
+    super("bad_request", message);
+  }
 }
 
 class QuotaExhausted extends AppError {
@@ -83,29 +95,50 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
   const { caller } = input;
   const group = caller.group;
   const now = deps.clock();
-
-  const upload = checkFormat(group, input.file);
-  const inspection = await checkMime(group, upload);
-  checkDecodeCost(inspection);
-  checkSize(group, upload);
-  checkCapacity(caller, upload);
-  const subject = subjectOf(caller, input.ip);
-  await checkFrequency(deps.db, group, subject, now);
-  const release = await acquireUploadSlot(deps.db, group, subject, deps.clock);
+  const metrics = metricsFor(deps);
+  let step: RefusalReason = "format";
   try {
-    const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
-    await checkPlacement(deps, input);
-    const expiredAt = checkRetention(group, input.expiredAt, now);
-    await reviewContent(group, {
-      bytes: upload.bytes,
-      mimetype: upload.mimetype,
-      originName: upload.originName,
-      uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
-    });
-    const objects = await prepareObjects(upload, inspection, group, now, subject);
-    return await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
-  } finally {
-    await release();
+    const upload = checkFormat(group, input.file);
+    const inspection = await metrics.timeDecode("inspect", () => checkMime(group, upload));
+    step = "dimensions";
+    checkPixels(group, inspection);
+    checkDecodeCost(inspection);
+    step = "too_large";
+    checkSize(group, upload);
+    step = "capacity";
+    checkCapacity(caller, upload);
+    const subject = subjectOf(caller, input.ip);
+    step = "frequency";
+    await checkFrequency(deps.db, group, subject, now);
+    step = "concurrency";
+    const release = await acquireUploadSlot(deps.db, group, subject, deps.clock);
+    try {
+      step = "storage_permission";
+      const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
+      step = "bad_request";
+      await checkPlacement(deps, input);
+      const expiredAt = checkRetention(group, input.expiredAt, now);
+      step = "review";
+      await reviewContent(group, {
+        bytes: upload.bytes,
+        mimetype: upload.mimetype,
+        originName: upload.originName,
+        uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
+      });
+      step = "format";
+      const objects = await metrics.timeDecode("thumbnail", () => prepareObjects(upload, inspection, group, now, subject));
+      step = "storage_failure";
+      const stored = await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
+      metrics.uploadsAccepted.inc({ caller: caller.kind === "guest" ? "guest" : caller.tokenKind });
+      metrics.storedBytes.inc(upload.size + (objects.thumbnail?.bytes.byteLength ?? 0));
+      return stored;
+    } finally {
+      await release();
+    }
+  } catch (e) {
+    const failed = !(e instanceof AppError) || e.status >= 500;
+    const reason = e instanceof RecordRefusal ? e.reason : e instanceof QuotaExhausted ? "storage_permission" : failed && step !== "storage_failure" ? "other" : step;
+    throw tagRefusal(e, reason);
   }
 }
 
@@ -122,7 +155,7 @@ function checkFormat(group: Group, file: UploadInput["file"]): Upload {
   return upload;
 }
 
-/** MIME check: the declared type and the sniffed content agree with the extension; the header's pixel count fits. */
+/** MIME check: the declared type and the sniffed content agree with the extension. */
 async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
   const declared = mimeAliases[upload.declaredType] ?? upload.declaredType;
   if (declared && declared !== "application/octet-stream" && declared !== upload.mimetype) {
@@ -130,11 +163,15 @@ async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
   }
   const inspection = await inspectImage(upload.bytes);
   if (!inspection || inspection.sniffedMime !== upload.mimetype) throw notAValidImage(upload);
+  return inspection;
+}
+
+/** Pixel count: what the header declares fits the group's limit (the decode is bounded by it). */
+function checkPixels(group: Group, inspection: Inspection) {
   const { width, height } = inspection.declared;
   if (width * height > group.maxPixels) {
     throw badRequest(`The image has ${width}×${height} pixels; the limit is ${group.maxPixels} pixels.`);
   }
-  return inspection;
 }
 
 /** Part of the format check: an image whose decoding would cost far more than its pixels suggest is refused unread. */
@@ -299,7 +336,7 @@ async function storeAndRecord(
   } catch (e) {
     await removeStored();
     if (!(e instanceof StorageError)) throw e;
-    console.error(`upload: ${e.message}`);
+    logFor(deps).error({ err: e, strategy_id: strategy.id }, "upload: the storage failed; the objects written were removed");
     throw new AppError("internal", "The storage service failed; nothing was stored.");
   }
   try {
@@ -331,6 +368,7 @@ async function storeAndRecord(
   } catch (e) {
     await removeStored();
     if (!(e instanceof RecordRefused)) throw e;
-    throw e.reason === "quota" ? new QuotaExhausted(strategy) : badRequest(e.message);
+    if (e.reason === "quota") throw new QuotaExhausted(strategy);
+    throw new RecordRefusal(e.reason, e.message);
   }
 }

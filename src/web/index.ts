@@ -11,6 +11,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { AppError, badRequest } from "../errors.ts";
 import { failure } from "../http/envelope.ts";
+import { logFor } from "../observability/log.ts";
 import type { AppEnv } from "../http/types.ts";
 import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
@@ -89,7 +90,7 @@ export function createWebApp() {
     const known = err instanceof AppError && err.status !== 500;
     const status = known ? err.status : 500;
     const requestId = c.get("requestId");
-    if (!known) console.error(`[${requestId}] ${c.req.method} ${c.req.path}:`, err instanceof AppError ? (err.cause ?? err.message) : err);
+    if (!known) logFor(c.get("deps")).error({ err: err instanceof AppError ? (err.cause ?? err) : err }, `${c.req.method} ${c.req.path} failed`);
     const message = known || err instanceof AppError ? err.message : "Something went wrong on the server.";
     const headers = err instanceof AppError ? err.headers : undefined;
     if (json) return c.json(known ? failure(message) : { ...failure(message), request_id: requestId }, status, headers);

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import createClient from "openapi-fetch";
@@ -10,10 +10,34 @@ import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { seedDatabase } from "../../src/db/seed.ts";
 import type { Deps } from "../../src/deps.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";
+import { createLogger } from "../../src/observability/log.ts";
 import { multipart, type Part } from "./images.ts";
 import { checkAgainstSpec } from "./spec.ts";
 
 export const BASE_URL = "http://img.test";
+
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+
+/**
+ * Every line the services log during this test run, as JSON at level trace, goes to one file (test/support/
+ * log-scan.ts reads it back at the end of the run: no secret may appear in it), and to the listeners of `quietly`.
+ */
+export const testLog = (() => {
+  const file = join(tmpdir(), `imghost-test-log-${process.pid}.jsonl`);
+  const fd = openSync(file, "w", 0o600);
+  const listeners = new Set<(record: Record<string, unknown>) => void>();
+  const destination = {
+    write(line: string) {
+      writeSync(fd, line);
+      if (listeners.size > 0) {
+        const record = JSON.parse(line) as Record<string, unknown>;
+        for (const l of listeners) l(record);
+      }
+    },
+  };
+  const logger = createLogger({ format: "json", level: "trace", destination });
+  return { file, fd, listeners, logger };
+})();
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
 /**
@@ -132,6 +156,8 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
     storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
     config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, total: 1000 }, ...config },
     clock: () => new Date(Date.now() + offsetMs),
+    log: testLog.logger,
+    pool: database.pool,
   };
   const app = createApp(deps);
 
@@ -229,16 +255,22 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
 }
 
 /**
- * Runs `fn` with console.error captured: the failures a test provokes on purpose are logged by the service,
- * and the test may assert that they were (the log is where the request id of a 500 leads).
+ * Runs `fn` with the warnings and errors the service logs captured (and console.error's): the failures a test
+ * provokes on purpose are logged, and the test may assert that they were (the log is where the request id of a
+ * 500 leads).
  */
-export async function quietly<T>(fn: () => Promise<T>): Promise<{ result: T; logged: unknown[][] }> {
-  const logged: unknown[][] = [];
+export async function quietly<T>(fn: () => Promise<T>): Promise<{ result: T; logged: Record<string, unknown>[] }> {
+  const logged: Record<string, unknown>[] = [];
+  const listener = (record: Record<string, unknown>) => {
+    if (LEVELS[record.level as string]! >= LEVELS.warn!) logged.push(record);
+  };
   const original = console.error;
-  console.error = (...args: unknown[]) => logged.push(args);
+  console.error = (...args: unknown[]) => logged.push({ level: "error", console: args.map(String).join(" ") });
+  testLog.listeners.add(listener);
   try {
     return { result: await fn(), logged };
   } finally {
+    testLog.listeners.delete(listener);
     console.error = original;
   }
 }

@@ -12,6 +12,7 @@ import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
 import { badRequest, validationError } from "../../errors.ts";
 import { uploadImage } from "../../services/upload.ts";
+import { metricsFor, refusalReason, tagRefusal } from "../../observability/metrics.ts";
 
 const uploadAccess = { temporary: true, guest: true };
 /** Multipart headers and the small fields around the file. */
@@ -55,6 +56,12 @@ const UploadFields = z.object({
     }),
 });
 
+/** Counts the refused uploads by reason, whatever step refused them (the gates here, or the service's checks). */
+const countRefusals: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  if (c.res.status >= 400) metricsFor(c.get("deps")).uploadsRefused.inc({ reason: refusalReason(c.error, c.res.status) });
+};
+
 /** A header credential is checked before the body is read; without one the body's `token` field may carry it. */
 const headerAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (c.req.header("authorization") !== undefined) c.set("caller", await authenticateHeader(c, uploadAccess));
@@ -76,7 +83,7 @@ export const uploadImageRoute = createRoute({
     "Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; " +
     "a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).",
   security: [{ bearerAuth: [] }, { temporaryToken: [] }, {}] as Record<string, string[]>[],
-  middleware: [headerAuth],
+  middleware: [countRefusals, headerAuth] as const,
   request: {
     query: z.object({
       strategy_id: z.string().optional().openapi({ description: "Same as the form field (for uploaders that put it in the query)", example: "1" }),
@@ -118,7 +125,7 @@ async function receiveBody(c: Context<AppEnv>, boundary: string) {
     });
     return { caller: caller!, body };
   } catch (e) {
-    if (e instanceof BodyTooLarge) throw badRequest(`The file is larger than the limit of ${limitKb} KB.`);
+    if (e instanceof BodyTooLarge) throw tagRefusal(badRequest(`The file is larger than the limit of ${limitKb} KB.`), "too_large");
     throw e;
   } finally {
     leave();

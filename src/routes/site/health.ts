@@ -5,6 +5,9 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { AppError } from "../../errors.ts";
+import { listStrategies } from "../../db/repositories/strategies.ts";
+import { logFor } from "../../observability/log.ts";
+import type { Storage } from "../../storage/index.ts";
 
 export const healthRoute = createRoute({
   method: "get",
@@ -20,7 +23,102 @@ export const healthRoute = createRoute({
   },
 });
 
+const PROBE_TIMEOUT_MS = 5_000;
+
+const StorageCheck = z
+  .object({
+    id: z.number().int().openapi({ example: 1 }),
+    name: z.string().openapi({ example: "Local" }),
+    driver: z.string().openapi({ example: "local" }),
+    writable: z.literal(true),
+  })
+  .openapi("StorageCheck");
+
+export const readinessRoute = createRoute({
+  method: "get",
+  path: "/health/ready",
+  operationId: "getReadiness",
+  tags: ["Service"],
+  summary: "Readiness check",
+  description:
+    "200 when the database answers and the storage of every enabled strategy is writable: a small probe object is written and removed on each (at most 5 s per storage). " +
+    "503 otherwise, with a message naming what failed (the database, or each strategy whose storage refused the probe). No credential. " +
+    "Use it to take an instance out of a load balancer; `GET /health` (database only, no writes) for liveness.",
+  security: [],
+  responses: {
+    ...okResponse(
+      envelope(z.object({ database: z.literal("up"), storage: z.array(StorageCheck) }), "ReadinessResponse"),
+      "The database answers and every enabled strategy's storage is writable",
+    ),
+    ...errorResponses(503),
+  },
+});
+
+interface ProbeFailure {
+  /** Said in the answer: `write failed` or `no answer within 5 s` (the details stay in the log: paths, endpoints). */
+  summary: string;
+  detail: string;
+}
+
+/** Writes and removes a probe object; resolves with what failed, or null. */
+async function probe(storage: Storage): Promise<ProbeFailure | null> {
+  const path = `.probe/ready-${crypto.randomUUID()}.txt`;
+  let timer: Timer | undefined;
+  const timeout = new Promise<ProbeFailure>((resolve) => {
+    const summary = `no answer within ${PROBE_TIMEOUT_MS / 1000} s`;
+    timer = setTimeout(() => resolve({ summary, detail: summary }), PROBE_TIMEOUT_MS);
+  });
+  const attempt = (async () => {
+    try {
+      await storage.put(path, new TextEncoder().encode("readiness probe\n"), "text/plain");
+      await storage.delete(path);
+      return null;
+    } catch (e) {
+      return { summary: "write failed", detail: (e as Error).message || String(e) };
+    }
+  })();
+  try {
+    return await Promise.race([attempt, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function register(app: OpenAPIHono<AppEnv>) {
+  app.openapi(readinessRoute, async (c) => {
+    const deps = c.get("deps");
+    let strategies;
+    try {
+      strategies = (await listStrategies(deps.db)).filter((s) => s.enabled);
+    } catch {
+      throw new AppError("unavailable", "Not ready: the database does not answer.");
+    }
+    const results = await Promise.all(
+      strategies.map(async (s) => {
+        let failure: ProbeFailure | null;
+        try {
+          failure = await probe(deps.storage.for(s));
+        } catch (e) {
+          failure = { summary: "unusable configuration", detail: (e as Error).message || String(e) };
+        }
+        return { strategy: s, failure };
+      }),
+    );
+    const failed = results.filter((r) => r.failure !== null);
+    if (failed.length > 0) {
+      for (const { strategy, failure } of failed) {
+        logFor(deps).warn({ strategy_id: strategy.id, reason: failure!.detail }, "readiness: a storage is not writable");
+      }
+      const parts = failed.map(({ strategy, failure }) => `storage of strategy #${strategy.id} "${strategy.name}" (${strategy.driver}) is not writable: ${failure!.summary}`);
+      throw new AppError("unavailable", `Not ready: ${parts.join("; ")}.`);
+    }
+    return respond(c, {
+      database: "up" as const,
+      storage: results.map(({ strategy }) => ({ id: strategy.id, name: strategy.name, driver: strategy.driver, writable: true as const })),
+    });
+  });
+
+
   app.openapi(healthRoute, async (c) => {
     try {
       await c.get("deps").db.execute(sql`select 1`);
