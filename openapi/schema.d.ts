@@ -364,6 +364,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness check
+         * @description 200 when the database answers and the storage of every enabled strategy is writable: a small probe object is written and removed on each (at most 5 s per storage; one round per second at most, its answer shared by the requests of that second). 503 otherwise, with a message naming what failed (the database, or each strategy whose storage refused the probe). No credential. Use it to take an instance out of a load balancer; `GET /health` (database only, no writes) for liveness.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -1026,6 +1046,28 @@ export interface components {
         ReconcileInput: {
             /** @description Report without removing anything */
             dry_run?: boolean;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        ReadinessResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                /** @enum {string} */
+                database: "up";
+                storage: components["schemas"]["StorageCheck"][];
+            };
+        };
+        StorageCheck: {
+            /** @example 1 */
+            id: number;
+            /** @example Local */
+            name: string;
+            /** @example local */
+            driver: string;
+            /** @enum {boolean} */
+            writable: true;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         HealthResponse: components["schemas"]["Envelope"] & {
@@ -3742,6 +3784,42 @@ export interface operations {
                      *       "message": "Internal server error.",
                      *       "data": null,
                      *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The database answers and every enabled strategy's storage is writable */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessResponse"];
+                };
+            };
+            /** @description The database does not answer */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Service unavailable.",
+                     *       "data": null
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorEnvelope"];

@@ -10,6 +10,8 @@ export interface FilePart {
 export interface MultipartBody {
   fields: Map<string, string>;
   files: Map<string, FilePart>;
+  /** Bytes of the body as received (readStagedMultipart). */
+  bytesRead?: number;
 }
 
 export class BodyTooLarge extends AppError {
@@ -92,7 +94,7 @@ export async function readStagedMultipart(request: Request, read: StagedRead): P
     }
     const body = Buffer.concat(chunks, total);
     if (limit === null) await settleLimit(body);
-    return parseMultipart(body, read.boundary);
+    return { ...parseMultipart(body, read.boundary), bytesRead: total };
   } catch (e) {
     await reader.cancel().catch(() => {});
     // anything but our own refusals is the stream failing: the client went away mid-body, not a server error

@@ -100,7 +100,7 @@ export function observeRequests(deps: Deps) {
       route,
       status: c.res.status,
       startedAt,
-      bytesIn: lengthOf(c.req.header("content-length")),
+      bytesIn: lengthOf(c.req.header("content-length")) ?? vars.bytesIn ?? null,
       bytesOut: c.req.method === "HEAD" ? 0 : bytesOut,
       ...who,
       client: clientIp(c),

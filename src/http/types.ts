@@ -10,6 +10,8 @@ export type RequestEnv = {
     requestId: string;
     authThrottle: FailedAuthThrottle;
     uploadBodies: UploadBodyGate;
+    /** Bytes of a body the handler read itself, for the access log when the request had no Content-Length. */
+    bytesIn?: number;
   };
 };
 

@@ -12,7 +12,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import pino, { type DestinationStream, type Logger } from "pino";
-import pretty from "pino-pretty";
+import pretty, { prettyFactory } from "pino-pretty";
 
 export type { Logger };
 export type LogFormat = "json" | "pretty";
@@ -28,19 +28,22 @@ export interface LogOptions {
 
 const REDACTED_KEYS = ["authorization", "cookie", "password", "token", "adminToken", "secret_access_key", "access_key_id"];
 
+const PRETTY = { translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", singleLine: true } as const;
+
 export function createLogger(options: LogOptions): Logger {
-  const destination =
-    options.format === "pretty"
-      ? pretty({
-          destination: options.destination ?? 1,
-          sync: true,
-          colorize: !options.destination && process.stdout.isTTY === true,
-          translateTime: "SYS:HH:MM:ss.l",
-          ignore: "pid,hostname",
-          singleLine: true,
-        })
-      : // synchronous: the lines before a crash are written, not left in a buffer
-        (options.destination ?? pino.destination({ dest: 1, sync: true }));
+  let destination: DestinationStream;
+  if (options.format === "pretty") {
+    const given = options.destination;
+    if (given) {
+      const prettify = prettyFactory({ ...PRETTY, colorize: false });
+      destination = { write: (line: string) => given.write(prettify(line)) };
+    } else {
+      destination = pretty({ ...PRETTY, destination: 1, sync: true, colorize: process.stdout.isTTY === true });
+    }
+  } else {
+    // synchronous: the lines before a crash are written, not left in a buffer
+    destination = options.destination ?? pino.destination({ dest: 1, sync: true });
+  }
   return pino(
     {
       level: options.level,

@@ -520,6 +520,18 @@ operation('/health > Health check', {
   200: (t) => auth(t, null),
   503: skip('a 503 needs the database to stop answering while the server runs; not producible from outside'),
 });
+let unwritable;
+operation('/health/ready > Readiness check', {
+  200: (t) => auth(t, null),
+  // an enabled strategy whose storage cannot be written (a directory under /proc), disabled again afterwards
+  503: {
+    before: async (t) => {
+      auth(t, null);
+      unwritable = await admin('POST', '/api/admin/strategies', { name: 'Unwritable', driver: 'local', config: { root: '/proc/contract-ready/uploads' } });
+    },
+    after: () => admin('PATCH', `/api/admin/strategies/${unwritable.id}`, { enabled: false }),
+  },
+});
 
 // ---------------------------------------------------------------------------------------------------------
 // Wiring

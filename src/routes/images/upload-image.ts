@@ -142,6 +142,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       throw validationError({ file: ["The file field is required: send multipart/form-data."] });
     }
     const { caller, body } = await receiveBody(c, boundary);
+    c.set("caller", caller); // a body `token` or a guest: the access log names who sent it
+    c.set("bytesIn", body.bytesRead ?? 0);
 
     const fields = validate(UploadFields, {
       strategy_id: body.fields.get("strategy_id") || c.req.query("strategy_id") || undefined,

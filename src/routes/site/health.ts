@@ -8,6 +8,8 @@ import { AppError } from "../../errors.ts";
 import { listStrategies } from "../../db/repositories/strategies.ts";
 import { logFor } from "../../observability/log.ts";
 import type { Storage } from "../../storage/index.ts";
+import type { Deps } from "../../deps.ts";
+import { lookupCacheFor } from "../../services/lookup-cache.ts";
 
 export const healthRoute = createRoute({
   method: "get",
@@ -41,7 +43,7 @@ export const readinessRoute = createRoute({
   tags: ["Service"],
   summary: "Readiness check",
   description:
-    "200 when the database answers and the storage of every enabled strategy is writable: a small probe object is written and removed on each (at most 5 s per storage). " +
+    "200 when the database answers and the storage of every enabled strategy is writable: a small probe object is written and removed on each (at most 5 s per storage; one round per second at most, its answer shared by the requests of that second). " +
     "503 otherwise, with a message naming what failed (the database, or each strategy whose storage refused the probe). No credential. " +
     "Use it to take an instance out of a load balancer; `GET /health` (database only, no writes) for liveness.",
   security: [],
@@ -84,40 +86,47 @@ async function probe(storage: Storage): Promise<ProbeFailure | null> {
   }
 }
 
+type Readiness = { ready: true; storage: z.infer<typeof StorageCheck>[] } | { ready: false; message: string };
+
+async function checkReadiness(deps: Deps): Promise<Readiness> {
+  let strategies;
+  try {
+    strategies = (await listStrategies(deps.db)).filter((s) => s.enabled);
+  } catch {
+    return { ready: false, message: "Not ready: the database does not answer." };
+  }
+  const results = await Promise.all(
+    strategies.map(async (s) => {
+      let failure: ProbeFailure | null;
+      try {
+        failure = await probe(deps.storage.for(s));
+      } catch (e) {
+        failure = { summary: "unusable configuration", detail: (e as Error).message || String(e) };
+      }
+      return { strategy: s, failure };
+    }),
+  );
+  const failed = results.filter((r) => r.failure !== null);
+  if (failed.length === 0) {
+    return { ready: true, storage: results.map(({ strategy }) => ({ id: strategy.id, name: strategy.name, driver: strategy.driver, writable: true as const })) };
+  }
+  for (const { strategy, failure } of failed) {
+    logFor(deps).warn({ strategy_id: strategy.id, reason: failure!.detail }, "readiness: a storage is not writable");
+  }
+  const parts = failed.map(({ strategy, failure }) => `storage of strategy #${strategy.id} "${strategy.name}" (${strategy.driver}) is not writable: ${failure!.summary}`);
+  return { ready: false, message: `Not ready: ${parts.join("; ")}.` };
+}
+
 export function register(app: OpenAPIHono<AppEnv>) {
+  // one probe round at a time and at most one a second per instance, however often it is asked (the answer is
+  // shared): a public address cannot be used to make the service write to its storage at will. A change to the
+  // strategies (admin API) forgets the kept answer.
   app.openapi(readinessRoute, async (c) => {
     const deps = c.get("deps");
-    let strategies;
-    try {
-      strategies = (await listStrategies(deps.db)).filter((s) => s.enabled);
-    } catch {
-      throw new AppError("unavailable", "Not ready: the database does not answer.");
-    }
-    const results = await Promise.all(
-      strategies.map(async (s) => {
-        let failure: ProbeFailure | null;
-        try {
-          failure = await probe(deps.storage.for(s));
-        } catch (e) {
-          failure = { summary: "unusable configuration", detail: (e as Error).message || String(e) };
-        }
-        return { strategy: s, failure };
-      }),
-    );
-    const failed = results.filter((r) => r.failure !== null);
-    if (failed.length > 0) {
-      for (const { strategy, failure } of failed) {
-        logFor(deps).warn({ strategy_id: strategy.id, reason: failure!.detail }, "readiness: a storage is not writable");
-      }
-      const parts = failed.map(({ strategy, failure }) => `storage of strategy #${strategy.id} "${strategy.name}" (${strategy.driver}) is not writable: ${failure!.summary}`);
-      throw new AppError("unavailable", `Not ready: ${parts.join("; ")}.`);
-    }
-    return respond(c, {
-      database: "up" as const,
-      storage: results.map(({ strategy }) => ({ id: strategy.id, name: strategy.name, driver: strategy.driver, writable: true as const })),
-    });
+    const readiness = await lookupCacheFor(deps).remember("readiness", () => checkReadiness(deps));
+    if (!readiness.ready) throw new AppError("unavailable", readiness.message);
+    return respond(c, { database: "up" as const, storage: readiness.storage });
   });
-
 
   app.openapi(healthRoute, async (c) => {
     try {
