@@ -52,6 +52,7 @@ export const envSchema = z
     LOG_LEVEL: z
       .enum(LOG_LEVELS, { error: (i) => `${JSON.stringify(i.input)} is not a log level: ${LOG_LEVELS.join(", ")}` })
       .default("info"),
+    LOG_OBJECT_REQUESTS: bool.default(true),
     METRICS_TOKEN: z.string().min(16, "must be at least 16 characters (generate one with: openssl rand -base64 24)").optional(),
     TZ: z
       .string()

@@ -88,8 +88,12 @@ try {
     hostname: env.HOST,
     // image requests go straight to the object server (Bun's router, no middleware); everything else to the app
     routes: {
-      "/i/*": observeObjects(deps, objectServerFor(deps), (request) =>
-        clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? ""),
+      "/i/*": observeObjects(
+        deps,
+        objectServerFor(deps),
+        (request) =>
+          clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? ""),
+        { log: env.LOG_OBJECT_REQUESTS },
       ),
     },
     fetch: app.fetch,

@@ -189,5 +189,28 @@ describe("first start, restart, stop", () => {
     expect(new URL(uploaded.data.url).origin).toBe(`http://localhost:${port}`);
     again.kill("SIGTERM");
     expect(await again.exited).toBe(0);
+
+    // standard output is not a terminal: JSON lines; Bun's own route for objects logs them too
+    const lines = (await new Response(again.stdout).text()).trim().split("\n").map((l) => JSON.parse(l));
+    const objectLine = lines.find((l) => l.route === "/i/*");
+    expect(objectLine).toMatchObject({ level: "info", method: "GET", status: 200, bytes_out: served.headers.get("content-length") && Number(served.headers.get("content-length")), client: "127.0.0.1" });
+    expect(objectLine.request_id).toBe(served.headers.get("x-request-id"));
+    expect(lines.find((l) => l.route === "/api/v1/images")).toMatchObject({ status: 200, caller: user.data.id });
+    expect(lines.at(-1)).toMatchObject({ level: "info", msg: "stopped" });
+  });
+
+  test("LOG_OBJECT_REQUESTS=false: objects are served and counted but not logged; LOG_FORMAT=pretty: readable lines", async () => {
+    const dataDir = tempDir();
+    const port = await freePort();
+    const proc = start({ DATA_DIR: dataDir, PORT: String(port), LOG_OBJECT_REQUESTS: "false", LOG_FORMAT: "pretty" });
+    await waitHealthy(port, proc);
+    expect((await fetch(`http://127.0.0.1:${port}/i/2026/01/01/none.png`)).status).toBe(404);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('imagehost_http_requests_total{route="/i/*",method="GET",status="404"} 1');
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+    const out = await new Response(proc.stdout).text();
+    expect(out).not.toContain("/i/*");
+    expect(out).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: Image host listening on http:\/\/127\.0\.0\.1:\d+ /m);
   });
 });

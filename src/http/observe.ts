@@ -110,30 +110,59 @@ export function observeRequests(deps: Deps) {
 
 /**
  * The same for the object server, which Bun.serve routes to directly (no Hono): `/i/*` is its route pattern.
+ * This is the hot path of the service, so it does only what the line and the metrics need: the metric series are
+ * looked up once per method and status, and no request logger is made (serving an object logs nothing else).
  * Objects are answered with their length, so nothing is buffered.
  */
 export function observeObjects(
   deps: Deps,
   serve: (request: Request) => Promise<Response>,
   clientOf: (request: Request) => string,
+  options: { log: boolean } = { log: true },
 ): (request: Request) => Promise<Response> {
   const root = deps.log ?? defaultLogger();
+  const metrics = metricsFor(deps);
+  const series = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
+  const seriesOf = (method: string, status: number) => {
+    const key = `${method} ${status}`;
+    let found = series.get(key);
+    if (!found) {
+      found = {
+        count: metrics.requests.labels({ route: "/i/*", method, status }),
+        duration: metrics.requestDuration.labels({ route: "/i/*", method }),
+      };
+      series.set(key, found);
+    }
+    return found;
+  };
   return async (request) => {
     const startedAt = performance.now();
-    const requestId = request.headers.get("x-request-id")?.slice(0, 64).replace(/[^\w.:-]/g, "") || crypto.randomUUID();
-    const log = root.child({ request_id: requestId });
-    const response = await withLogger(log, () => serve(request));
-    response.headers.set("x-request-id", requestId);
-    recordRequest(deps, log, {
-      requestId,
-      method: request.method,
-      route: "/i/*",
-      status: response.status,
-      startedAt,
-      bytesIn: null,
-      bytesOut: request.method === "HEAD" ? 0 : lengthOf(response.headers.get("content-length")),
-      client: clientOf(request),
-    });
+    const response = await serve(request);
+    const seconds = (performance.now() - startedAt) / 1000;
+    const { count, duration } = seriesOf(request.method, response.status);
+    count.inc();
+    duration.observe(seconds);
+    const level = response.status >= 500 ? "error" : "info";
+    // the line costs more than serving a small cached object (the client address above all): LOG_OBJECT_REQUESTS=false drops it
+    if ((options.log || level === "error") && root.isLevelEnabled(level)) {
+      const requestId = request.headers.get("x-request-id")?.slice(0, 64).replace(/[^\w.:-]/g, "") || crypto.randomUUID();
+      response.headers.set("x-request-id", requestId);
+      const durationMs = Math.round(seconds * 10_000) / 10;
+      root[level](
+        {
+          request_id: requestId,
+          method: request.method,
+          route: "/i/*",
+          status: response.status,
+          duration_ms: durationMs,
+          bytes_in: null,
+          bytes_out: request.method === "HEAD" ? 0 : lengthOf(response.headers.get("content-length")),
+          caller: null,
+          client: clientOf(request),
+        },
+        `${request.method} /i/* ${response.status} ${durationMs} ms`,
+      );
+    }
     return response;
   };
 }
