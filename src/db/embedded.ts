@@ -332,6 +332,16 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
   return { ...server, created: true, startMs: performance.now() - t0 };
 }
 
+/** Whether `proc` exits within `ms`; the timer is cleared when it does, so it keeps no short-lived process (a CLI) alive. */
+async function exitsWithin(proc: Subprocess, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([proc.exited.then(() => true), new Promise<boolean>((done) => (timer = setTimeout(() => done(false), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function run(
   bin: Binaries,
   dir: string,
@@ -374,11 +384,10 @@ async function run(
     (stopping ??= (async () => {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill("SIGINT");
-        const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(60_000).then(() => false)]);
+        const exited = await exitsWithin(proc, 60_000);
         if (!exited) {
           proc.kill("SIGQUIT"); // immediate shutdown: recovery at the next start
-          await Promise.race([proc.exited, Bun.sleep(5_000)]);
-          if (proc.exitCode === null) proc.kill("SIGKILL");
+          if (!(await exitsWithin(proc, 5_000))) proc.kill("SIGKILL");
         }
         await proc.exited;
       }

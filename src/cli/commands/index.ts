@@ -1,6 +1,7 @@
 /** Every command, by its two words (`user create`), in the order the help lists them. */
 import type { CommandGroup } from "../command.ts";
 import { albumCommands } from "./album.ts";
+import { backupCommands } from "./backup.ts";
 import { groupCommands } from "./group.ts";
 import { settingsCommands } from "./settings.ts";
 import { storageCommands } from "./storage.ts";
@@ -16,4 +17,5 @@ export const commandGroups: Record<string, CommandGroup> = {
   strategy: strategyCommands,
   album: albumCommands,
   storage: storageCommands,
+  backup: backupCommands,
 };

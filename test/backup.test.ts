@@ -1,0 +1,371 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { createApp } from "../src/app.ts";
+import { type Database, openEmbedded } from "../src/db/client.ts";
+import { runningServerConnection } from "../src/db/embedded.ts";
+import { seedDatabase } from "../src/db/seed.ts";
+import { sessions, uploadLeases } from "../src/db/schema.ts";
+import type { Deps } from "../src/deps.ts";
+import { createBackup, restoreBackup } from "../src/services/backup.ts";
+import { deleteImage } from "../src/services/delete.ts";
+import { StorageRegistry } from "../src/storage/index.ts";
+import { testLog } from "./support/harness.ts";
+import { makeAnimatedGif, makeImage, makeNoisyJpeg, multipart } from "./support/images.ts";
+
+/**
+ * `backup create` / `backup restore` (src/services/backup.ts): a DATA_DIR with a real embedded database, filled
+ * through the app, is backed up while its database runs, restored into a new DATA_DIR and compared table by table,
+ * row by row, and object by object.
+ */
+setDefaultTimeout(60_000); // embedded clusters are initialised here, seconds each on a busy machine
+
+const root = join(import.meta.dir, "..");
+const onPostgres = !!process.env.TEST_DATABASE_URL;
+const BASE_URL = "http://img.test";
+const ADMIN_TOKEN = "backup-test-admin-token-0123456789abcdef";
+
+const work = mkdtempSync(join(tmpdir(), "imghost-backup-"));
+const sourceDir = join(work, "data");
+const customRoot = join(work, "custom-root"); // a local strategy with a root of its own, outside DATA_DIR
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The CLI as a user runs it: another process, its environment naming DATA_DIR. */
+async function cli(args: string[], env: Record<string, string | undefined>): Promise<Run> {
+  const proc = Bun.spawn(["bun", "run", "src/cli/index.ts", ...args], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: undefined, ADMIN_TOKEN: undefined, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
+/** Every table of the public schema as the rows' text (all columns), sorted; the sequences; the schema level. */
+async function snapshot(db: Database): Promise<Record<string, string[]>> {
+  const rows = async <T,>(query: string) => (await db.db.execute(query as never)) as unknown as T[];
+  const out: Record<string, string[]> = {};
+  const tables = await rows<{ name: string }>("select tablename as name from pg_tables where schemaname = 'public' order by 1");
+  for (const { name } of tables) out[name] = (await rows<{ r: string }>(`select x::text as r from public."${name}" x order by 1`)).map((r) => r.r);
+  const seqs = await rows<{ name: string }>("select sequencename as name from pg_sequences where schemaname = 'public' order by 1");
+  out["(sequences)"] = [];
+  for (const { name } of seqs) {
+    const [s] = await rows<{ v: string }>(`select last_value::text || ' ' || is_called::text as v from public."${name}"`);
+    out["(sequences)"].push(`${name} ${s!.v}`);
+  }
+  out["(migrations)"] = (await rows<{ r: string }>("select hash || ' ' || created_at as r from drizzle.__drizzle_migrations order by created_at")).map((r) => r.r);
+  return out;
+}
+
+/** Every file under `dir` (relative path → bytes). */
+function files(dir: string): Map<string, Buffer> {
+  const found = new Map<string, Buffer>();
+  if (!existsSync(dir)) return found;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const full = join(entry.parentPath, entry.name);
+    found.set(relative(dir, full), readFileSync(full));
+  }
+  return found;
+}
+
+function expectSameFiles(actual: Map<string, Buffer>, expected: Map<string, Buffer>) {
+  expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort());
+  for (const [path, bytes] of expected) expect(Buffer.compare(actual.get(path)!, bytes)).toBe(0);
+}
+
+/** Nothing named `*.restoring-*` is left beside `dir` (nor inside it). */
+function noStaging(dir: string) {
+  const parent = join(dir, "..");
+  expect(readdirSync(parent).filter((n) => n.includes(".restoring-"))).toEqual([]);
+}
+
+/**
+ * Runs `fn` with the custom root moved aside (restore writes only into empty or absent directories), then puts the
+ * original back; `fn` gets the original's new place.
+ */
+async function withCustomRootAside<T>(fn: (original: string) => Promise<T>): Promise<T> {
+  const original = `${customRoot}.original`;
+  renameSync(customRoot, original);
+  try {
+    return await fn(original);
+  } finally {
+    rmSync(customRoot, { recursive: true, force: true });
+    renameSync(original, customRoot);
+  }
+}
+
+let database: Database;
+let deps: Deps;
+let app: ReturnType<typeof createApp>;
+const keys: string[] = [];
+let owner = 0;
+
+async function call<T = any>(method: string, path: string, token: string, body?: unknown): Promise<T> {
+  const res = await app.fetch(
+    new Request(`${BASE_URL}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    }),
+  );
+  const json = (await res.json()) as { data: T };
+  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+async function upload(token: string, bytes: Uint8Array, filename: string, fields: Record<string, string> = {}) {
+  const m = multipart([...Object.entries(fields).map(([name, value]) => ({ name, value })), { name: "file", value: bytes, filename }]);
+  const res = await app.fetch(
+    new Request(`${BASE_URL}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": m.contentType }, body: m.body }),
+  );
+  const json = (await res.json()) as { data: { key: string } };
+  if (res.status !== 200) throw new Error(`upload ${filename} → ${res.status} ${JSON.stringify(json)}`);
+  keys.push(json.data.key);
+  return json.data;
+}
+
+beforeAll(async () => {
+  if (onPostgres) return;
+  database = await openEmbedded(sourceDir);
+  await database.migrate();
+  await seedDatabase(database.db);
+  writeFileSync(join(sourceDir, "admin-token"), `${ADMIN_TOKEN}\n`, { mode: 0o600 });
+  deps = {
+    db: database.db,
+    storage: new StorageRegistry({ dataDir: sourceDir, baseUrl: BASE_URL }),
+    config: { baseUrl: BASE_URL, dataDir: sourceDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1e6, perMinute: 1e6 }, uploadBodies: { perAddress: 1000, total: 1000 } },
+    clock: () => new Date(),
+    log: testLog.logger, // scanned for secrets with the rest of the run
+  };
+  app = createApp(deps);
+
+  // users, tokens, albums, strategies (a local one with its own root, an S3 one without objects), images
+  const custom = await call("POST", "/api/admin/strategies", ADMIN_TOKEN, { name: "Custom", driver: "local", config: { root: customRoot } });
+  await call("POST", "/api/admin/strategies", ADMIN_TOKEN, {
+    name: "Bucket",
+    driver: "s3",
+    config: { bucket: "b", url: "https://cdn.example.com", endpoint: "http://127.0.0.1:9", access_key_id: "k", secret_access_key: "s" },
+  });
+  await call("PATCH", "/api/admin/groups/1", ADMIN_TOKEN, { strategy_ids: [1, custom.id] });
+  const people: { id: number; token: string }[] = [];
+  for (const name of ["alice", "bob"]) {
+    const user = await call("POST", "/api/admin/users", ADMIN_TOKEN, { username: name, email: `${name}@example.com`, password: "correct horse battery" });
+    const { token } = await call("POST", `/api/admin/users/${user.id}/tokens`, ADMIN_TOKEN);
+    await call("POST", `/api/admin/users/${user.id}/tokens`, ADMIN_TOKEN); // a second token
+    await call("POST", `/api/admin/users/${user.id}/albums`, ADMIN_TOKEN, { name: `${name}'s "album" \\ backslash, 北京` });
+    people.push({ id: user.id, token });
+  }
+  owner = people[0]!.id;
+  const [alice, bob] = people as [{ id: number; token: string }, { id: number; token: string }];
+  await upload(alice.token, await makeNoisyJpeg(900, 600), "photo.jpg"); // with a thumbnail
+  await upload(alice.token, await makeImage("png", 64, 48), "small.png"); // its own thumbnail
+  await upload(alice.token, await makeImage("webp", 1200, 500, "#aa3300"), "wide.webp", { permission: "0" });
+  await upload(alice.token, await makeAnimatedGif(), "anim.gif", { strategy_id: String(custom.id) });
+  await upload(bob.token, await makeImage("png", 800, 800, "#00aa33"), "ünïcødé name.png", { expired_at: "2099-01-01T00:00:00Z" });
+  await upload(bob.token, await makeNoisyJpeg(500, 700), "portrait.jpg", { strategy_id: String(custom.id) });
+  const gone = await upload(bob.token, await makeImage("png", 30, 30), "deleted.png");
+  await call("DELETE", `/api/v1/images/${gone.key}`, bob.token); // a gap in the ids
+  keys.splice(keys.indexOf(gone.key), 1);
+  await call("POST", "/api/v1/images/tokens", alice.token, { num: 3, seconds: 3600 }); // temporary tokens
+  // a signed-in session and an upload slot, as the user center and an upload in flight leave them
+  await database.db.insert(sessions).values({ secretHash: "f".repeat(64), userId: alice.id, ip: "192.0.2.1", expiresAt: new Date(Date.now() + 86_400_000) });
+  await database.db.insert(uploadLeases).values({ subject: `user:${bob.id}`, expiresAt: new Date(Date.now() + 15_000) });
+  await Bun.sleep(300); // the token's last-use time is written off the request's path
+});
+
+afterAll(async () => {
+  await database?.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe.skipIf(onPostgres)("backup and restore of the embedded DATA_DIR", () => {
+  test("a backup taken while the database runs restores every record and every object", async () => {
+    expect(runningServerConnection(join(sourceDir, "postgres"))).not.toBeNull();
+    const archive = join(work, "live.tar.gz");
+    const created = await cli(["backup", "create", archive, "--json"], { DATA_DIR: sourceDir });
+    expect(created.stderr).toBe("");
+    expect(created.code).toBe(0);
+    const summary = JSON.parse(created.stdout);
+    expect(summary).toMatchObject({ gzip: true, server_running: true, dropped_images: 0, s3_images: 0 });
+    expect(summary.objects).toBeGreaterThanOrEqual(keys.length); // originals, and the thumbnails that are objects of their own
+    console.log(`live backup: ${summary.records} records, ${summary.objects} objects (${summary.object_bytes} bytes), archive ${summary.archive_bytes} bytes, ${summary.duration_ms} ms`);
+    expect(existsSync(`${archive}.tmp`)).toBe(false);
+    expect(readdirSync(work).filter((n) => n.includes(".tmp"))).toEqual([]);
+
+    const restoredDir = join(work, "restored");
+    await withCustomRootAside(async (originalCustom) => {
+      const restored = await cli(["backup", "restore", archive], { DATA_DIR: restoredDir });
+      expect(restored.stderr).toBe("");
+      expect(restored.code).toBe(0);
+      expect(restored.stdout).toContain(`Restored ${summary.records} records in ${summary.tables} tables and ${summary.objects} objects`);
+      noStaging(restoredDir);
+
+      expectSameFiles(files(join(restoredDir, "uploads")), files(join(sourceDir, "uploads")));
+      expectSameFiles(files(customRoot), files(originalCustom));
+      expect(readFileSync(join(restoredDir, "admin-token"), "utf8")).toBe(`${ADMIN_TOKEN}\n`);
+
+      const copy = await openEmbedded(restoredDir);
+      try {
+        const [a, b] = [await snapshot(database), await snapshot(copy)];
+        expect(Object.keys(b)).toEqual(Object.keys(a));
+        for (const table of Object.keys(a)) expect({ table, rows: b[table] }).toEqual({ table, rows: a[table]! });
+        expect(a.images!.length).toBe(keys.length);
+        expect(a.users!.length).toBe(2);
+        expect(a.sessions!.length).toBe(1);
+      } finally {
+        await copy.close();
+      }
+    });
+  });
+
+  test("restore refuses a DATA_DIR that is not empty, and DATABASE_URL", async () => {
+    const archive = join(work, "refusals.tar");
+    const made = await cli(["backup", "create", archive], { DATA_DIR: sourceDir });
+    expect(made.code).toBe(0);
+    expect(made.stdout).toMatch(/^Backed up \d+ records in \d+ tables and \d+ objects .* to .*refusals\.tar .*server running/);
+
+    const busy = join(work, "busy");
+    mkdirSync(busy);
+    writeFileSync(join(busy, "notes.txt"), "mine");
+    const refused = await cli(["backup", "restore", archive], { DATA_DIR: busy });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("is not empty (notes.txt)");
+    expect(refused.stderr).not.toContain("    at "); // no stack trace
+    expect(readdirSync(busy)).toEqual(["notes.txt"]);
+    noStaging(busy);
+    // so is a non-empty root of a local strategy of its own, before anything is written
+    const fresh = await cli(["backup", "restore", archive], { DATA_DIR: join(work, "fresh") });
+    expect(fresh.code).toBe(1);
+    expect(fresh.stderr).toContain(`the root of local strategies 2 ${customRoot} is not empty`);
+    expect(existsSync(join(work, "fresh"))).toBe(false);
+    noStaging(join(work, "fresh"));
+
+    const viaUrl = await cli(["backup", "restore", archive], { DATA_DIR: join(work, "never"), DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" });
+    expect(viaUrl.code).toBe(1);
+    expect(viaUrl.stderr).toContain("DATABASE_URL is set");
+    expect(viaUrl.stderr).toContain("README.md");
+    expect(existsSync(join(work, "never"))).toBe(false);
+
+    const exists = await cli(["backup", "create", archive], { DATA_DIR: sourceDir });
+    expect(exists.code).toBe(1);
+    expect(exists.stderr).toContain("already exists");
+
+    const nothing = await cli(["backup", "create", join(work, "empty.tar")], { DATA_DIR: join(work, "no-such-data") });
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toContain("holds no embedded database");
+    expect(existsSync(join(work, "empty.tar"))).toBe(false);
+  });
+
+  test("a damaged archive is refused and leaves nothing behind", async () => {
+    const archive = join(work, "plain.tar");
+    await createBackup({ dataDir: sourceDir, file: archive });
+    const bytes = readFileSync(archive);
+    // flip one byte inside an object (the noisy JPEG's bytes are in the archive as they are on disk)
+    const [path, object] = [...files(join(sourceDir, "uploads"))].sort((x, y) => y[1].length - x[1].length)[0]!;
+    const at = bytes.indexOf(object.subarray(0, 64));
+    expect(at).toBeGreaterThan(0);
+    const damaged = Buffer.from(bytes);
+    damaged[at + Math.floor(object.length / 2)]! ^= 0xff;
+    writeFileSync(join(work, "damaged.tar"), damaged);
+
+    const target = join(work, "from-damaged");
+    await withCustomRootAside(async () => {
+      await expect(restoreBackup({ dataDir: target, file: join(work, "damaged.tar") })).rejects.toThrow("the archive is damaged");
+      expect(existsSync(target)).toBe(false);
+      expect(existsSync(customRoot)).toBe(false); // the other root's objects were staged, and removed
+      noStaging(target);
+      noStaging(customRoot);
+      const run = await cli(["backup", "restore", join(work, "damaged.tar")], { DATA_DIR: target });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(`uploads/${path}: content differs from the manifest`);
+      expect(existsSync(target)).toBe(false);
+
+      // cut short (an interrupted copy): refused too; an empty existing DATA_DIR is left empty
+      writeFileSync(join(work, "short.tar"), bytes.subarray(0, Math.floor(bytes.length / 2)));
+      mkdirSync(target);
+      await expect(restoreBackup({ dataDir: target, file: join(work, "short.tar") })).rejects.toThrow("incomplete");
+      expect(readdirSync(target)).toEqual([]);
+      expect(existsSync(customRoot)).toBe(false);
+      noStaging(target);
+    });
+  });
+
+  test("an archive of a newer schema is refused before anything is written", async () => {
+    const entries = await new Bun.Archive(readFileSync(join(work, "plain.tar"))).files();
+    const manifest = JSON.parse(await entries.get("manifest.json")!.text());
+    manifest.database.migrations.push({ tag: "9999_from_the_future", hash: "0".repeat(64), created_at: 4_000_000_000_000 });
+    const rebuilt: Record<string, Blob | string> = { "manifest.json": JSON.stringify(manifest) };
+    for (const [name, file] of entries) if (name !== "manifest.json") rebuilt[name] = file;
+    writeFileSync(join(work, "newer.tar"), await new Bun.Archive(rebuilt).bytes());
+
+    const target = join(work, "from-newer");
+    const run = await cli(["backup", "restore", join(work, "newer.tar")], { DATA_DIR: target });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("migration 9999_from_the_future");
+    expect(run.stderr).toContain("newer or different version");
+    expect(existsSync(target)).toBe(false);
+    noStaging(target);
+  });
+
+  test("an image deleted while the backup runs is left out, and restored as deleted", async () => {
+    const victim = keys[0]!;
+    const archive = join(work, "during-delete.tar");
+    const summary = await createBackup({
+      dataDir: sourceDir,
+      file: archive,
+      // between the snapshot and the copy of the objects
+      beforeObjects: () => deleteImage(deps, owner, victim),
+    });
+    keys.shift();
+    expect(summary.dropped_images).toBe(1);
+    const listed = await new Bun.Archive(await Bun.file(archive).bytes()).files("objects.json");
+    const objects = JSON.parse(await listed.get("objects.json")!.text());
+    expect(objects.dropped_images).toEqual([expect.objectContaining({ key: victim })]);
+
+    const target = join(work, "restored-after-delete");
+    await withCustomRootAside(async (originalCustom) => {
+      const restored = await restoreBackup({ dataDir: target, file: archive });
+      expect(restored.dropped_images).toBe(1);
+      const copy = await openEmbedded(target);
+      try {
+        // the restored state is the live one after the delete: record gone, its owner's and strategy's bytes released
+        const [a, b] = [await snapshot(database), await snapshot(copy)];
+        for (const table of Object.keys(a)) expect({ table, rows: b[table] }).toEqual({ table, rows: a[table]! });
+      } finally {
+        await copy.close();
+      }
+      expectSameFiles(files(join(target, "uploads")), files(join(sourceDir, "uploads")));
+      expectSameFiles(files(customRoot), files(originalCustom));
+    });
+  });
+
+  test("a backup of a stopped server starts its database for the duration, then stops it", async () => {
+    await database.close();
+    try {
+      const archive = join(work, "stopped.tgz");
+      const run = await cli(["backup", "create", archive, "--json"], { DATA_DIR: sourceDir });
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ server_running: false, gzip: true });
+      expect(runningServerConnection(join(sourceDir, "postgres"))).toBeNull();
+      expect(existsSync(join(sourceDir, "server.lock"))).toBe(false);
+    } finally {
+      database = await openEmbedded(sourceDir);
+    }
+  });
+});
+
+test("backup refuses a DATABASE_URL deployment and points to the README", async () => {
+  const run = await cli(["backup", "create", join(work, "pg.tar")], { DATA_DIR: join(work, "pg-data"), DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" });
+  expect(run.code).toBe(1);
+  expect(run.stderr).toContain("DATABASE_URL is set");
+  expect(run.stderr).toContain("pg_dump");
+  expect(existsSync(join(work, "pg.tar"))).toBe(false);
+});
