@@ -66,13 +66,21 @@ export const envSchema = z
 
 export type Env = z.infer<typeof envSchema>;
 
+/** Variables whose value a start-up error never shows (DATABASE_URL may hold a password). */
+const SECRET_VARIABLES = new Set(["ADMIN_TOKEN", "METRICS_TOKEN", "DATABASE_URL"]);
+
 /** Parses the environment once; on a bad value prints which variable is wrong and exits with 1. */
 export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
-    // one line a variable, naming it: `PORT: "abc" is not a port number (0–65535)`
-    for (const issue of parsed.error.issues) console.error(`${issue.path.join(".")}: ${issue.message}`);
+    // one line a variable, naming it and showing what was given (never a secret): `PORT: "abc" is not a port number (0–65535)`
+    for (const issue of parsed.error.issues) {
+      const name = issue.path.join(".");
+      const given = cleaned[name];
+      const shown = given === undefined || SECRET_VARIABLES.has(name) || issue.message.includes(JSON.stringify(given)) ? "" : ` (given: ${JSON.stringify(given)})`;
+      console.error(`${name}: ${issue.message}${shown}`);
+    }
     process.exit(1);
   }
   return parsed.data;
