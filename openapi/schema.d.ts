@@ -1030,7 +1030,7 @@ export interface components {
              *     ]
              */
             orphans: string[];
-            /** @description Temporary files of abandoned writes (`*.part`), older than the grace period */
+            /** @description Temporary files of abandoned writes (`*.part`) and readiness probes left behind (`.probe/ready-*.txt`), older than the grace period */
             parts_found: number;
             parts_removed: number;
             /** @description Records whose object or thumbnail is missing (reported, never deleted) */

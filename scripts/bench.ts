@@ -170,7 +170,7 @@ async function setUpTopology(key: TopologyKey, dir: string, images: { served: Be
   server = await startAppServer({ label, dataDir, adminToken, databaseUrl: url });
   // the reconciler's run at start checks every record against the storage: the seeded rows have no files, so it
   // reports them; the cells wait until it is done rather than measure it
-  const reconcileMs = await server.waitForOutput(/^reconciler/m, QUICK ? 60_000 : 600_000);
+  const reconcileMs = await server.waitForOutput(/"job":"reconciler"/, QUICK ? 60_000 : 600_000);
   const etag = await etagOf(`${server.base}${path}`);
   log(
     `${label}: server pid ${server.pid} on ${server.base}; listing accounts seeded in ${(seed.total / 1000).toFixed(1)} s; ` +
@@ -695,7 +695,7 @@ Counted in a process of its own (scripts/bench/statements.ts: the app built as s
 
 ## Method
 
-- **Servers**: \`${r.startLine}\` (as package.json's \`server\` script starts it) as a subprocess per topology, fresh DATA_DIR; PostgreSQL (\`DATABASE_URL\`): a fresh database on the local server, dropped afterwards; embedded: no \`DATABASE_URL\`, the default (${r.embedded}). Users and tokens through the admin API (ADMIN_TOKEN of 40 characters). \`UPLOAD_BODIES_PER_ADDRESS=64\`: every client is 127.0.0.1, and the default of 4 upload bodies at once per address would refuse most of 16 concurrent uploads. Everything on 127.0.0.1.
+- **Servers**: \`${r.startLine}\` (as package.json's \`server\` script starts it) as a subprocess per topology, fresh DATA_DIR; PostgreSQL (\`DATABASE_URL\`): a fresh database on the local server, dropped afterwards; embedded: no \`DATABASE_URL\`, the default (${r.embedded}). Users and tokens through the admin API (ADMIN_TOKEN of 40 characters). \`UPLOAD_BODIES_PER_ADDRESS=64\`: every client is 127.0.0.1, and the default of 4 upload bodies at once per address would refuse most of 16 concurrent uploads. \`LOG_OBJECT_REQUESTS=false\`, as the reference nginx runs with \`access_log off\` (the API's requests are logged as by default; standard output goes to a file, as under systemd to the journal). Everything on 127.0.0.1.
 - **Load generator**: wrk (from Debian's packages; installed with apt-get when missing), a separate process per cell, 2 threads (1 at c=1), keep-alive. Uploads: a Lua script with a prebuilt multipart body, rotating over ${UPLOAD_ACCOUNTS} accounts' tokens (so 16 connections are 4 uploads per account, within the per-account decode queue); 304: \`If-None-Match\` with the server's own ETag.
 - **nginx**: generated config in a temp dir, run as root with \`-g 'daemon off;'\`, on a free loopback port, serving the PostgreSQL server's local strategy directory (\`DATA_DIR/uploads\`) — the same file the servers serve at /i/…:
 

@@ -313,4 +313,19 @@ describe("GET /health/ready", () => {
     await ctx.admin("PATCH", `/api/admin/strategies/${broken.id}`, { enabled: false });
     expectStatus(await ctx.json("/health/ready"), 200);
   });
+
+  test("a probe object left behind (its removal failed) is removed by the reconciler once past the grace period", async () => {
+    const { existsSync, mkdirSync, utimesSync, writeFileSync } = await import("node:fs");
+    const dir = `${ctx.dataDir}/uploads/.probe`;
+    mkdirSync(dir, { recursive: true });
+    const stale = `${dir}/ready-${crypto.randomUUID()}.txt`;
+    const fresh = `${dir}/ready-${crypto.randomUUID()}.txt`;
+    const foreign = `${dir}/notes.txt`;
+    for (const f of [stale, fresh, foreign]) writeFileSync(f, "readiness probe\n");
+    for (const f of [stale, foreign]) utimesSync(f, new Date(2020, 0, 1), new Date(2020, 0, 1));
+    const report = await ctx.admin("POST", "/api/admin/storage/reconcile", { dry_run: false });
+    const local = report.locations.find((l: { strategies: { id: number }[] }) => l.strategies.some((s) => s.id === ctx.localStrategyId));
+    expect(local).toMatchObject({ parts_found: 1, parts_removed: 1 });
+    expect([existsSync(stale), existsSync(fresh), existsSync(foreign)]).toEqual([false, true, true]);
+  });
 });

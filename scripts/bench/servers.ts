@@ -65,7 +65,8 @@ export function serverScriptEnv(): Record<string, string> {
 /**
  * Starts the server as its own process on a free loopback port. `databaseUrl` unset = the embedded default in
  * DATA_DIR/db. UPLOAD_BODIES_PER_ADDRESS is raised to 64: every benchmark client comes from 127.0.0.1, and the
- * default (4 bodies at once per address) would refuse most of 16 concurrent uploads with 429.
+ * default (4 bodies at once per address) would refuse most of 16 concurrent uploads with 429. LOG_OBJECT_REQUESTS
+ * is false, as the reference nginx runs without an access log.
  */
 export async function startAppServer(opts: { label: string; dataDir: string; adminToken: string; databaseUrl?: string }): Promise<AppServer> {
   const port = freePort();
@@ -82,10 +83,21 @@ export async function startAppServer(opts: { label: string; dataDir: string; adm
     ADMIN_TOKEN: opts.adminToken,
     UPLOAD_BODIES_PER_ADDRESS: "64",
     UPLOAD_BODIES_TOTAL: "64",
+    // like the reference nginx's `access_log off`: no line per object request (the API's requests are still logged;
+    // what the line costs is measured in README.md, Operations)
+    LOG_OBJECT_REQUESTS: "false",
   });
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
-  const proc = Bun.spawn([process.execPath, "run", "src/server.ts"], { cwd: ROOT, env, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const out = tail(proc.stdout);
+  // the log goes to a file, as under systemd to the journal: no reader in this process competes for the CPU
+  const logFile = join(opts.dataDir, `server-${port}.log`);
+  const proc = Bun.spawn([process.execPath, "run", "src/server.ts"], { cwd: ROOT, env, stdout: Bun.file(logFile), stderr: "pipe", stdin: "ignore" });
+  const out = () => {
+    try {
+      return readFileSync(logFile, "utf8").slice(-8000);
+    } catch {
+      return "";
+    }
+  };
   const err = tail(proc.stderr);
   const log = () => `${out()}\n${err()}`.trim();
   const stop = () => stopProcess(proc, 10_000);

@@ -24,11 +24,16 @@ export const RECONCILE_LOCK = 7_340_002;
 
 /**
  * The names storeAndRecord gives objects (`YYYY/MM/DD/<random>.<ext>`, `thumbnails/YYYY/MM/DD/<random>.webp`)
- * and LocalStorage.put its temporary files (`<object>.<pid>.<uuid>.part`). Anything else in a storage was not
- * written by this service and is never removed.
+ * and LocalStorage.put its temporary files (`<object>.<pid>.<uuid>.part`), and readiness probes
+ * (`.probe/ready-<uuid>.txt`). Anything else in a storage was not written by this service and is never removed.
  */
 const OBJECT_NAME = /^(?:thumbnails\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}$/;
-const TEMPORARY_NAME = /^(?:thumbnails\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}\.\d+\.[0-9a-f-]{36}\.part$/;
+const TEMPORARY_NAME =
+  /^(?:(?:thumbnails\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}|\.probe\/ready-[0-9a-f-]{36}\.txt)\.\d+\.[0-9a-f-]{36}\.part$/;
+/** GET /health/ready's probe objects: removed as soon as written; one left by a failed removal is a temporary file. */
+const PROBE_NAME = /^\.probe\/ready-[0-9a-f-]{36}\.txt$/;
+
+export const readinessProbeName = () => `.probe/ready-${crypto.randomUUID()}.txt`;
 
 export interface ReconcileOptions {
   /** Report without removing anything. */
@@ -191,6 +196,12 @@ async function reconcileLocation(deps: Deps, location: Location, overlapping: Lo
           report.unrecognisedObjects++;
           continue;
         }
+        report.partsFound++;
+        if (await remove(object.path)) report.partsRemoved++;
+        continue;
+      }
+      if (PROBE_NAME.test(object.path)) {
+        if (object.modifiedAt >= run.cutoff) continue; // a probe in progress
         report.partsFound++;
         if (await remove(object.path)) report.partsRemoved++;
         continue;

@@ -20,7 +20,7 @@ const LocationReconciliation = z
     orphans_found: count.openapi({ description: "Objects no record names, older than the grace period" }),
     orphans_removed: count,
     orphans: z.array(z.string()).openapi({ description: `Paths of the orphans found (${listed})`, example: ["2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png"] }),
-    parts_found: count.openapi({ description: "Temporary files of abandoned writes (`*.part`), older than the grace period" }),
+    parts_found: count.openapi({ description: "Temporary files of abandoned writes (`*.part`) and readiness probes left behind (`.probe/ready-*.txt`), older than the grace period" }),
     parts_removed: count,
     records_missing_object: count.openapi({ description: "Records whose object or thumbnail is missing (reported, never deleted)" }),
     missing_objects: z

@@ -10,6 +10,7 @@ import { logFor } from "../../observability/log.ts";
 import type { Storage } from "../../storage/index.ts";
 import type { Deps } from "../../deps.ts";
 import { lookupCacheFor } from "../../services/lookup-cache.ts";
+import { readinessProbeName } from "../../services/reconcile.ts";
 
 export const healthRoute = createRoute({
   method: "get",
@@ -64,7 +65,7 @@ interface ProbeFailure {
 
 /** Writes and removes a probe object; resolves with what failed, or null. */
 async function probe(storage: Storage): Promise<ProbeFailure | null> {
-  const path = `.probe/ready-${crypto.randomUUID()}.txt`;
+  const path = readinessProbeName();
   let timer: Timer | undefined;
   const timeout = new Promise<ProbeFailure>((resolve) => {
     const summary = `no answer within ${PROBE_TIMEOUT_MS / 1000} s`;
