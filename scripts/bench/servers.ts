@@ -89,7 +89,7 @@ export async function startAppServer(opts: { label: string; dataDir: string; adm
   });
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
   // the log goes to a file, as under systemd to the journal: no reader in this process competes for the CPU
-  const logFile = join(opts.dataDir, `server-${port}.log`);
+  const logFile = `${opts.dataDir}.server-${port}.log`; // beside DATA_DIR, which the server makes itself
   const proc = Bun.spawn([process.execPath, "run", "src/server.ts"], { cwd: ROOT, env, stdout: Bun.file(logFile), stderr: "pipe", stdin: "ignore" });
   const out = () => {
     try {
