@@ -272,6 +272,15 @@ describe("GET /metrics", () => {
     expect((after.value("imagehost_reconciler_orphans_found_total") ?? 0) - (before.value("imagehost_reconciler_orphans_found_total") ?? 0)).toBe(1);
   });
 
+  test("labels stay bounded: unknown methods are `other`, unknown paths `unmatched`", async () => {
+    for (const method of ["BREW", "PROPFIND"]) await ctx.request(`/no/such/${crypto.randomUUID()}`, { method });
+    const text = await (await scrape()).text();
+    const series = [...parsePrometheusText(text).get("imagehost_http_requests_total")!.samples];
+    expect(series.some((s) => s.labels.method === "other" && s.labels.route === "unmatched")).toBe(true);
+    expect(series.every((s) => ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"].includes(s.labels.method!))).toBe(true);
+    expect(series.every((s) => !s.labels.route!.includes("no/such"))).toBe(true);
+  });
+
   test("open to loopback clients only, unless relayed by a proxy; with METRICS_TOKEN, to that bearer alone", async () => {
     expect((await scrape({}, "203.0.113.9")).status).toBe(403);
     expect((await scrape({}, "::1")).status).toBe(200);

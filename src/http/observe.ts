@@ -23,12 +23,17 @@ export interface RequestFacts {
   client: string;
 }
 
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+/** A client may send any method token: the metrics' label takes the usual ones, `other` for the rest (bounded series). */
+const methodLabel = (method: string) => (METHODS.has(method) ? method : "other");
+
 /** The access-log line and the request metrics of one answered request. */
 export function recordRequest(deps: Deps, log: Logger, facts: RequestFacts) {
   const seconds = (performance.now() - facts.startedAt) / 1000;
   const metrics = metricsFor(deps);
-  metrics.requests.inc({ route: facts.route, method: facts.method, status: facts.status });
-  metrics.requestDuration.observe({ route: facts.route, method: facts.method }, seconds);
+  const method = methodLabel(facts.method);
+  metrics.requests.inc({ route: facts.route, method, status: facts.status });
+  metrics.requestDuration.observe({ route: facts.route, method }, seconds);
   const level = facts.status >= 500 ? "error" : PROBES.has(facts.route) ? "debug" : "info";
   if (!log.isLevelEnabled(level)) return;
   const durationMs = Math.round(seconds * 10_000) / 10;
@@ -139,7 +144,7 @@ export function observeObjects(
     const startedAt = performance.now();
     const response = await serve(request);
     const seconds = (performance.now() - startedAt) / 1000;
-    const { count, duration } = seriesOf(request.method, response.status);
+    const { count, duration } = seriesOf(methodLabel(request.method), response.status);
     count.inc();
     duration.observe(seconds);
     const level = response.status >= 500 ? "error" : "info";
