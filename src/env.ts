@@ -69,19 +69,30 @@ export type Env = z.infer<typeof envSchema>;
 /** Variables whose value a start-up error never shows (DATABASE_URL may hold a password). */
 const SECRET_VARIABLES = new Set(["ADMIN_TOKEN", "METRICS_TOKEN", "DATABASE_URL"]);
 
-/** Parses the environment once; on a bad value prints which variable is wrong and exits with 1. */
-export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
-  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ""));
+/**
+ * The environment, or one line per bad variable naming it and showing what was given (never a secret):
+ * `PORT: "abc" is not a port number (0–65535)`.
+ */
+export function parseEnv(source: Record<string, string | undefined> = process.env): { env: Env } | { problems: string[] } {
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== "")) as Record<string, string>;
   const parsed = envSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    // one line a variable, naming it and showing what was given (never a secret): `PORT: "abc" is not a port number (0–65535)`
-    for (const issue of parsed.error.issues) {
+  if (parsed.success) return { env: parsed.data };
+  return {
+    problems: parsed.error.issues.map((issue) => {
       const name = issue.path.join(".");
       const given = cleaned[name];
       const shown = given === undefined || SECRET_VARIABLES.has(name) || issue.message.includes(JSON.stringify(given)) ? "" : ` (given: ${JSON.stringify(given)})`;
-      console.error(`${name}: ${issue.message}${shown}`);
-    }
+      return `${name}: ${issue.message}${shown}`;
+    }),
+  };
+}
+
+/** Parses the environment once; on a bad value prints which variable is wrong and exits with 1. */
+export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
+  const parsed = parseEnv(source);
+  if ("problems" in parsed) {
+    for (const line of parsed.problems) console.error(line);
     process.exit(1);
   }
-  return parsed.data;
+  return parsed.env;
 }

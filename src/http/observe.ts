@@ -53,6 +53,9 @@ export function recordRequest(deps: Deps, log: Logger, facts: RequestFacts) {
   );
 }
 
+/** A client's (or an edge proxy's) X-Request-Id, cleaned and cut to 64 characters; a fresh UUID without one. */
+const requestIdFrom = (header: string | null | undefined) => header?.slice(0, 64).replace(/[^\w.:-]/g, "") || crypto.randomUUID();
+
 const lengthOf = (value: string | null | undefined) => (value == null || value === "" ? null : Number(value));
 
 function callerOf(caller: Caller | undefined, signedInUserId: number | undefined): Pick<RequestFacts, "caller" | "userId"> {
@@ -83,7 +86,7 @@ export function observeRequests(deps: Deps) {
   const root = deps.log ?? defaultLogger();
   return async (c: Context<AppEnv>, next: () => Promise<void>) => {
     const startedAt = performance.now();
-    const requestId = c.req.header("x-request-id")?.slice(0, 64).replace(/[^\w.:-]/g, "") || crypto.randomUUID();
+    const requestId = requestIdFrom(c.req.header("x-request-id"));
     const log = root.child({ request_id: requestId });
     c.set("requestId", requestId);
     await withLogger(log, next);
@@ -150,7 +153,7 @@ export function observeObjects(
     const level = response.status >= 500 ? "error" : "info";
     // the line costs more than serving a small cached object (the client address above all): LOG_OBJECT_REQUESTS=false drops it
     if ((options.log || level === "error") && root.isLevelEnabled(level)) {
-      const requestId = request.headers.get("x-request-id")?.slice(0, 64).replace(/[^\w.:-]/g, "") || crypto.randomUUID();
+      const requestId = requestIdFrom(request.headers.get("x-request-id"));
       response.headers.set("x-request-id", requestId);
       const durationMs = Math.round(seconds * 10_000) / 10;
       root[level](

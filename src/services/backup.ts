@@ -46,7 +46,7 @@ import { startEmbeddedPostgres } from "../db/embedded.ts";
 import { deleteImageAndRelease } from "../db/repositories/images.ts";
 import * as schema from "../db/schema.ts";
 import { StorageRegistry } from "../storage/index.ts";
-import { LocalStorage } from "../storage/local.ts";
+import { LocalStorage, syncPath } from "../storage/local.ts";
 
 export const BACKUP_FORMAT = "image-host-backup";
 export const BACKUP_FORMAT_VERSION = 1;
@@ -105,11 +105,9 @@ export interface ObjectList {
   s3_images: number;
 }
 
-export interface BackupSummary {
+/** What an archive holds, as both summaries report it. */
+interface ArchiveCounts {
   file: string;
-  archive_bytes: number;
-  gzip: boolean;
-  server_running: boolean;
   tables: number;
   records: number;
   objects: number;
@@ -119,17 +117,15 @@ export interface BackupSummary {
   duration_ms: number;
 }
 
-export interface RestoreSummary {
-  file: string;
+export interface BackupSummary extends ArchiveCounts {
+  archive_bytes: number;
+  gzip: boolean;
+  server_running: boolean;
+}
+
+export interface RestoreSummary extends ArchiveCounts {
   data_dir: string;
-  tables: number;
-  records: number;
-  objects: number;
-  object_bytes: number;
-  dropped_images: number;
-  s3_images: number;
   migrated_from: string | null;
-  duration_ms: number;
 }
 
 const MANIFEST = "manifest.json";
@@ -190,7 +186,7 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
       await options.beforeObjects?.();
       return writeArchive(tx, manifest, { dataDir, spool, temp, gzip });
     });
-    await fsyncFile(temp);
+    await syncPath(temp);
     await rename(temp, file);
     await fsyncDirectory(dirname(file));
     const { manifest, objects } = result;
@@ -453,18 +449,9 @@ async function addStream(
   return hash.digest("hex");
 }
 
-async function fsyncFile(path: string) {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 async function fsyncDirectory(path: string) {
   try {
-    await fsyncFile(path);
+    await syncPath(path);
   } catch {} // some filesystems refuse to sync a directory; the rename is then as durable as they make it
 }
 

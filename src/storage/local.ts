@@ -60,7 +60,7 @@ export class LocalStorage implements Storage {
       changed.add(dirname(d));
       entries.push(d);
     }
-    await Promise.all([...changed].map(syncDirectory));
+    await Promise.all([...changed].map(syncPath));
     for (const d of entries) this.durableDirectories.add(d);
   }
 
@@ -126,8 +126,9 @@ export class LocalStorage implements Storage {
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException).code === "ENOENT";
 
-async function syncDirectory(dir: string) {
-  const handle = await open(dir, "r");
+/** fsync of a file or a directory (the entry a rename made durable). */
+export async function syncPath(path: string) {
+  const handle = await open(path, "r");
   try {
     await handle.sync();
   } finally {

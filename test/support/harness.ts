@@ -10,13 +10,13 @@ import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
 import { seedDatabase } from "../../src/db/seed.ts";
 import type { Deps } from "../../src/deps.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";
+import pino from "pino";
 import { createLogger } from "../../src/observability/log.ts";
 import { multipart, type Part } from "./images.ts";
 import { checkAgainstSpec } from "./spec.ts";
 
 export const BASE_URL = "http://img.test";
 
-const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
 
 /**
  * Every line the services log during this test run, as JSON at level trace, goes to one file (test/support/
@@ -262,7 +262,7 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
 export async function quietly<T>(fn: () => Promise<T>): Promise<{ result: T; logged: Record<string, unknown>[] }> {
   const logged: Record<string, unknown>[] = [];
   const listener = (record: Record<string, unknown>) => {
-    if (LEVELS[record.level as string]! >= LEVELS.warn!) logged.push(record);
+    if (pino.levels.values[record.level as string]! >= pino.levels.values.warn!) logged.push(record);
   };
   const original = console.error;
   console.error = (...args: unknown[]) => logged.push({ level: "error", console: args.map(String).join(" ") });

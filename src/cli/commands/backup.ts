@@ -2,7 +2,7 @@
  * `backup create` / `backup restore`: local operations on DATA_DIR (the embedded database and the local uploads),
  * not calls to the admin API. The work is in services/backup.ts.
  */
-import { envSchema, type Env } from "../../env.ts";
+import { type Env, parseEnv } from "../../env.ts";
 import { BackupError, createBackup, restoreBackup } from "../../services/backup.ts";
 import { command, type CommandGroup } from "../command.ts";
 import { CliError } from "../errors.ts";
@@ -11,15 +11,9 @@ const RECIPE = "On PostgreSQL (DATABASE_URL) back up with pg_dump and the storag
 
 /** DATA_DIR and DATABASE_URL as the server reads them (the same validation). */
 function readEnv(): Env {
-  const cleaned = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined && v !== ""));
-  const parsed = envSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    throw new CliError(
-      "invalid environment",
-      parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`),
-    );
-  }
-  return parsed.data;
+  const parsed = parseEnv();
+  if ("problems" in parsed) throw new CliError("invalid environment", parsed.problems.map((line) => `  ${line}`));
+  return parsed.env;
 }
 
 /** The service's refusals and failures as CLI errors (message and details, no stack trace). */
