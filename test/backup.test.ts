@@ -8,14 +8,14 @@ import { runningServerConnection } from "../src/db/embedded.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 import { sessions, uploadLeases } from "../src/db/schema.ts";
 import type { Deps } from "../src/deps.ts";
-import { createBackup, restoreBackup } from "../src/services/backup.ts";
+import { createBackup, restoreBackup } from "../src/services/backup/index.ts";
 import { deleteImage } from "../src/services/delete.ts";
 import { StorageRegistry } from "../src/storage/index.ts";
 import { testLog } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg, multipart } from "./support/images.ts";
 
 /**
- * `backup create` / `backup restore` (src/services/backup.ts): a DATA_DIR with a real embedded database, filled
+ * `backup create` / `backup restore` (src/services/backup/): a DATA_DIR with a real embedded database, filled
  * through the app, is backed up while its database runs, restored into a new DATA_DIR and compared table by table,
  * row by row, and object by object.
  */

@@ -1,9 +1,9 @@
 /**
  * `backup create` / `backup restore`: local operations on DATA_DIR (the embedded database and the local uploads),
- * not calls to the admin API. The work is in services/backup.ts.
+ * not calls to the admin API. The work is in services/backup/.
  */
 import { type Env, parseEnv } from "../../env.ts";
-import { BackupError, createBackup, restoreBackup } from "../../services/backup.ts";
+import { BackupError, createBackup, restoreBackup } from "../../services/backup/index.ts";
 import { command, type CommandGroup } from "../command.ts";
 import { CliError } from "../errors.ts";
 
