@@ -10,6 +10,7 @@ import { createLogger, defaultLogFormat } from "./observability/log.ts";
 import { StorageRegistry } from "./storage/index.ts";
 import { startReconciler } from "./services/reconcile.ts";
 import { startSweeper } from "./services/sweeper.ts";
+import { startRemovals } from "./services/removals.ts";
 
 /** A start-up failure the operator can fix: one line naming the variable, no stack trace, exit 1. */
 function refuseToStart(line: string): never {
@@ -105,6 +106,7 @@ try {
   refuseToStart(listenFailure(env, e));
 }
 const sweeper = startSweeper(deps, env.SWEEP_INTERVAL_SECONDS * 1000);
+const removals = startRemovals(deps); // objects of deleted images and dead uploads, within seconds, on every instance
 const reconciler = startReconciler(deps, env.RECONCILE_INTERVAL_SECONDS * 1000);
 log.info(
   { address: `http://${env.HOST}:${server.port}`, base_url: env.BASE_URL, database: database.driver === "postgres" && !database.embedded ? "postgres" : "embedded" },
@@ -118,6 +120,7 @@ async function shutdown(signal: string) {
   stopping = true;
   log.info({ signal }, `${signal}: draining in-flight requests…`);
   await sweeper.stop();
+  await removals.stop();
   await reconciler.stop();
   await server.stop(); // waits for in-flight requests
   await database.close();

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { images, strategies } from "../src/db/schema.ts";
+import { images, pendingRemovals, strategies } from "../src/db/schema.ts";
+import { runDueRemovals } from "../src/services/removals.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
@@ -26,6 +27,7 @@ afterAll(() => ctx.close());
 
 const uploadPng = (user: TestUser, name = "a.png", fields: Record<string, string> = {}) =>
   ctx.upload(user.token, { bytes: png, filename: name, contentType: "image/png" }, fields);
+const pathOf = (url: string) => decodeURIComponent(new URL(url).pathname.slice(3));
 const stored = (url: string) => join(ctx.dataDir, "uploads", decodeURIComponent(new URL(url).pathname.slice(3)));
 const del = (user: TestUser, key: string) => ctx.json(`/api/v1/images/${encodeURIComponent(key)}`, { method: "DELETE", headers: ctx.bearer(user.token) });
 
@@ -123,7 +125,7 @@ describe("DELETE /api/v1/images/{key}", () => {
     expect((await ctx.db.select().from(images).where(eq(images.key, mine.key))).length).toBe(1);
   });
 
-  test("storage failure: the record stays, 500, nothing half-deleted", async () => {
+  test("storage failure after the commit: the image is gone for the account (200, charges released), its object retried until removed", async () => {
     const up = (await uploadPng(alice)).body.data;
     const profileBefore = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) })).body.data;
     // the object's path becomes a non-empty directory: removing it fails like a broken disk would
@@ -132,14 +134,23 @@ describe("DELETE /api/v1/images/{key}", () => {
     mkdirSync(file);
     writeFileSync(join(file, "keep"), "x");
     const { result: res } = await quietly(() => del(alice, up.key));
-    expectStatus(res, 500);
-    expect(res.body).toEqual({ status: false, message: "The storage service failed; the image was not deleted.", data: null, request_id: expect.any(String) });
-    expect((await ctx.db.select().from(images).where(eq(images.key, up.key))).length).toBe(1);
+    expectStatus(res, 200);
+    expect(await ctx.db.select().from(images).where(eq(images.key, up.key))).toEqual([]);
     const profileAfter = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) })).body.data;
-    expect(profileAfter).toEqual(profileBefore);
-    // once the storage recovers, the delete goes through
+    expect(profileAfter.image_num).toBe(profileBefore.image_num - 1);
+    expect(profileAfter.size).toBeCloseTo(profileBefore.size - png.byteLength / 1024, 6);
+    // the removal stays pending, its failure counted, waiting out its backoff
+    const pending = await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, pathOf(up.url)));
+    expect(pending.map((p) => [p.reason, p.attempts])).toEqual([["delete", 1]]);
+    expect(existsSync(file)).toBe(true);
+    // once the storage recovers, a worker's next try removes the object
     rmSync(file, { recursive: true });
-    expectStatus(await del(alice, up.key), 200);
+    writeFileSync(file, png);
+    await ctx.db.update(pendingRemovals).set({ dueAt: new Date(Date.now() - 1000) }).where(eq(pendingRemovals.path, pathOf(up.url)));
+    expect(await runDueRemovals(ctx.deps)).toEqual({ removed: 1, failed: 0 });
+    expect(existsSync(file)).toBe(false);
+    expect(await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, pathOf(up.url)))).toEqual([]);
+    expectStatus(await del(alice, up.key), 404);
   });
 
   test("concurrent deletes of different images all succeed, counters stay exact", async () => {
@@ -196,7 +207,7 @@ describe("expiry", () => {
     expect([profile.image_num, profile.size]).toEqual([0, 0]);
   });
 
-  test("an image whose storage fails stays for the next round; the others are still removed", async () => {
+  test("an image whose storage fails is still removed for its owner; its object is retried by the removal workers", async () => {
     const gina = await ctx.createUser();
     const expires = new Date(ctx.now().getTime() + 5_000).toISOString();
     const stuck = (await ctx.upload(gina.token, { bytes: png, filename: "stuck.png", contentType: "image/png" }, { expired_at: expires })).body.data;
@@ -206,11 +217,16 @@ describe("expiry", () => {
     mkdirSync(file);
     writeFileSync(join(file, "keep"), "x");
     ctx.advance(6_000);
-    expect((await quietly(() => sweepExpired(ctx.deps))).result).toBe(1);
+    expect((await quietly(() => sweepExpired(ctx.deps))).result).toBe(2);
     expect(existsSync(stored(fine.url))).toBe(false);
-    expect((await ctx.db.select().from(images).where(eq(images.key, stuck.key))).length).toBe(1);
-    rmSync(file, { recursive: true });
-    expect(await sweepExpired(ctx.deps)).toBe(1);
+    expect(await ctx.db.select().from(images).where(eq(images.key, stuck.key))).toEqual([]);
     expect((await ctx.json("/api/v1/profile", { headers: ctx.bearer(gina.token) })).body.data.image_num).toBe(0);
+    const stuckPath = pathOf(stuck.url);
+    const pending = await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, stuckPath));
+    expect(pending.map((p) => [p.reason, p.attempts])).toEqual([["expiry", 1]]);
+    rmSync(file, { recursive: true });
+    await ctx.db.update(pendingRemovals).set({ dueAt: new Date(Date.now() - 1000) }).where(eq(pendingRemovals.path, stuckPath));
+    expect(await runDueRemovals(ctx.deps)).toEqual({ removed: 1, failed: 0 });
+    expect(await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, stuckPath))).toEqual([]);
   });
 });

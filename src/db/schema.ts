@@ -226,3 +226,31 @@ export const uploadLeases = pgTable(
   },
   (t) => [index("upload_leases_subject_idx").on(t.subject, t.expiresAt)],
 );
+
+export type RemovalReason = "upload" | "delete" | "expiry";
+
+/**
+ * Objects to remove from a strategy's storage, the one way objects leave it besides the reconciler. A row is due at
+ * `due_at` (the database's clock): until then its holder owns it (an upload in flight renews it like its upload
+ * lease; a removal that failed waits out its backoff); from then on any instance's removal worker takes it with
+ * FOR UPDATE SKIP LOCKED, removes the object and deletes the row. An image's record and the rows for its objects
+ * are never both present: an upload deletes its rows in the transaction that inserts the record, a delete inserts
+ * them in the transaction that deletes it. A row outlives a crash of any process: removal needs only a live instance.
+ */
+export const pendingRemovals = pgTable(
+  "pending_removals",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    // a deleted strategy's storage is no longer ours to clean: its rows go with it
+    strategyId: integer("strategy_id").notNull().references(() => strategies.id, { onDelete: "cascade" }),
+    path: text("path").notNull(),
+    // upload: an upload's planned objects, given up if its lease lapses; delete / expiry: a deleted image's objects
+    reason: text("reason").$type<RemovalReason>().notNull(),
+    dueAt: timestamp("due_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    // storage failures so far; the next try waits min(2^attempts, 300) seconds
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("pending_removals_due_idx").on(t.dueAt), index("pending_removals_strategy_path_idx").on(t.strategyId, t.path)],
+);

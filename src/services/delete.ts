@@ -1,41 +1,41 @@
 import type { Deps } from "../deps.ts";
 import { deleteImageAndRelease, findImageForOwner, type ImageRow } from "../db/repositories/images.ts";
-import { getStrategy } from "../db/repositories/strategies.ts";
+import { queueRemovals } from "../db/repositories/stored-objects.ts";
+import type { RemovalReason } from "../db/schema.ts";
 import type { Tx } from "../db/client.ts";
-import { AppError, notFound } from "../errors.ts";
-import { StorageError } from "../storage/index.ts";
+import { notFound } from "../errors.ts";
 import { lookupCacheFor } from "./lookup-cache.ts";
-import { logFor } from "../observability/log.ts";
+import { finishRemovals } from "./removals.ts";
 
 /**
- * Removes the stored object and thumbnail while the record is locked, then the record, releasing quota
- * and capacity, in one transaction. A storage failure rolls everything back: the record stays.
+ * In the caller's transaction: deletes the record, releases quota and capacity, and queues the removal of its object
+ * and thumbnail (pending_removals, due at once). All of it commits together or not at all, so an image is either
+ * listed, charged and whole, or gone from the account with its objects bound to be removed. Nothing touches the
+ * storage here: call finishRemovals with the returned ids after the commit (see services/removals.ts).
  */
-export async function removeImage(deps: Deps, tx: Tx, image: ImageRow) {
-  const strategy = await getStrategy(tx, image.strategyId);
-  if (strategy) {
-    const storage = deps.storage.for(strategy);
-    try {
-      await storage.delete(image.path);
-      if (image.thumbnailPath) await storage.delete(image.thumbnailPath);
-    } catch (e) {
-      if (e instanceof StorageError) {
-        logFor(deps).error({ err: e, image: image.key, strategy_id: strategy.id }, "delete: the storage failed; the image was kept");
-        throw new AppError("internal", "The storage service failed; the image was not deleted.");
-      }
-      throw e;
-    }
-  }
+export async function removeImage(tx: Tx, image: ImageRow, reason: RemovalReason = "delete"): Promise<number[]> {
+  const paths = image.thumbnailPath ? [image.path, image.thumbnailPath] : [image.path];
+  const queued = await queueRemovals(tx, image.strategyId, paths, reason);
   await deleteImageAndRelease(tx, image);
+  return queued;
 }
 
-/** Contract 4.5: by key or stored file name; missing and foreign images are the same 404. */
+/**
+ * Contract 4.5: by key or stored file name; missing and foreign images are the same 404.
+ *
+ * Failures: the process or the database failing before the commit leaves the image as it was (the client got no
+ * answer, or a 500). After the commit the image is deleted as the account sees it, and the objects are removed
+ * before the answer; when the storage refuses (or the process dies first) the removal is retried by every
+ * instance's removal worker until it succeeds, and the delete still answers 200: the record is gone.
+ */
 export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string) {
-  await deps.db.transaction(async (tx) => {
+  const queued = await deps.db.transaction(async (tx) => {
     const image = await findImageForOwner(tx, keyOrName, ownerId, true);
     if (!image) throw notFound("Image not found.");
-    await removeImage(deps, tx, image);
+    return removeImage(tx, image);
   });
   // the freed quota: the next automatic upload here prefers that strategy again at once (contract 4.2, rule 2)
   lookupCacheFor(deps).forget("strategies:");
+  // the object server checks the file on every request: once it is gone, no instance serves the image
+  await finishRemovals(deps, queued);
 }

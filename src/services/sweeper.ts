@@ -2,27 +2,30 @@ import type { Deps } from "../deps.ts";
 import { lockNextExpiredImage } from "../db/repositories/images.ts";
 import { deleteExpiredTemporaryTokens } from "../db/repositories/tokens.ts";
 import { removeImage } from "./delete.ts";
+import { finishRemovals } from "./removals.ts";
 import { pruneLimits } from "./limits.ts";
 import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
 import { metricsFor } from "../observability/metrics.ts";
 
 /**
- * Removes images past expired_at (objects, record, quota), one transaction each. Rows are taken with
- * FOR UPDATE SKIP LOCKED, so several instances sweeping at once never remove the same image twice.
- * Returns how many were removed.
+ * Removes images past expired_at (record, quota, capacity; objects queued as pending removals), one transaction
+ * each, then removes the objects (finishRemovals). Rows are taken with FOR UPDATE SKIP LOCKED, so several instances
+ * sweeping at once never remove the same image twice. A storage failure no longer keeps the record: the image is
+ * gone for its owner and the removal workers retry its objects (services/removals.ts). Returns how many were removed.
  */
 export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
   const now = deps.clock();
   let removed = 0;
-  const failed: number[] = []; // storage trouble: left for the next round, not retried in this one
+  const failed: number[] = []; // database trouble with one image: left for the next round, not retried in this one
   while (removed < max) {
     let current: number | null = null;
+    let queued: number[] = [];
     const outcome = await deps.db
       .transaction(async (tx) => {
         const image = await lockNextExpiredImage(tx, now, failed);
         if (!image) return "done" as const;
         current = image.id;
-        await removeImage(deps, tx, image);
+        queued = await removeImage(tx, image, "expiry");
         return "removed" as const;
       })
       .catch((e) => {
@@ -35,6 +38,7 @@ export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
       failed.push(current);
       continue;
     }
+    await finishRemovals(deps, queued); // killed before this: the rows are due, any instance's worker removes the objects
     removed++;
   }
   if (removed > 0) {

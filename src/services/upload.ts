@@ -10,6 +10,7 @@ import { imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, frequencyLimitsOf } from "./limits.ts";
+import { leaseUploadObjects } from "./removals.ts";
 import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
 import { usableStrategiesOf } from "./lookup-cache.ts";
@@ -312,7 +313,19 @@ async function storeWithFallback(
   }
 }
 
-/** Stores the objects on `strategy`, then records and charges in one transaction; undoes the store on failure. */
+/**
+ * Stores the objects on `strategy`, then records and charges in one transaction; undoes the store on failure.
+ *
+ * Before the first byte is written, the planned paths are queued as pending removals held by this upload's lease
+ * (services/removals.ts): renewed while it lives, deleted by the transaction that records the image. What each
+ * failure leaves:
+ * - the database refuses the queueing: nothing written, the upload fails;
+ * - the storage fails: the objects written are removed now (or, storage still failing, retried by the workers);
+ * - the record step refuses or fails: the same, for the rows still there — after an error whose commit did happen
+ *   the rows are gone with it and the recorded objects stay;
+ * - the process dies anywhere: the rows lapse within LEASE_SECONDS and any instance's worker removes the objects
+ *   and the write's temporary file; the reconciler's hour is no longer what bounds them.
+ */
 async function storeAndRecord(
   deps: Deps,
   input: UploadInput,
@@ -324,51 +337,55 @@ async function storeAndRecord(
   const { caller } = input;
   const { upload, thumbnail } = objects;
   const storage = deps.storage.for(strategy);
-  const stored: string[] = [];
-  const removeStored = () => Promise.allSettled(stored.map((p) => storage.delete(p)));
+  const lease = await leaseUploadObjects(deps, strategy.id, thumbnail ? [objects.path, thumbnail.path] : [objects.path]);
   try {
-    await storage.put(objects.path, upload.bytes, upload.mimetype);
-    stored.push(objects.path);
-    if (thumbnail) {
-      await storage.put(thumbnail.path, thumbnail.bytes, "image/webp");
-      stored.push(thumbnail.path);
+    try {
+      await storage.put(objects.path, upload.bytes, upload.mimetype);
+      if (thumbnail) await storage.put(thumbnail.path, thumbnail.bytes, "image/webp");
+    } catch (e) {
+      await lease.giveUp();
+      if (!(e instanceof StorageError)) throw e;
+      logFor(deps).error({ err: e, strategy_id: strategy.id }, "upload: the storage failed; the objects written were removed");
+      throw new AppError("internal", "The storage service failed; nothing was stored.");
     }
-  } catch (e) {
-    await removeStored();
-    if (!(e instanceof StorageError)) throw e;
-    logFor(deps).error({ err: e, strategy_id: strategy.id }, "upload: the storage failed; the objects written were removed");
-    throw new AppError("internal", "The storage service failed; nothing was stored.");
-  }
-  try {
-    return await recordAcceptedUpload(
-      deps.db,
-      {
-        key: randomToken(12),
-        userId: caller.kind === "user" ? caller.user.id : null,
-        albumId: input.albumId ?? null,
-        strategyId: strategy.id,
-        path: objects.path,
-        thumbnailPath: thumbnail?.path ?? null,
-        name: objects.name,
-        originName: upload.originName,
-        size: upload.size,
-        mimetype: upload.mimetype,
-        extension: upload.extension,
-        width: objects.inspection.width,
-        height: objects.inspection.height,
-        md5: objects.md5,
-        sha1: objects.sha1,
-        isPublic: input.isPublic,
-        expiredAt: input.expiredAt ?? null,
-        uploaderIp: input.ip,
-        createdAt: now,
-      },
-      { subject, defaultCapacityKb: caller.group.defaultCapacityKb, limits: frequencyLimitsOf(caller.group) },
-    );
-  } catch (e) {
-    await removeStored();
-    if (!(e instanceof RecordRefused)) throw e;
-    if (e.reason === "quota") throw new QuotaExhausted(strategy);
-    throw new RecordRefusal(e.reason, e.message);
+    try {
+      return await recordAcceptedUpload(
+        deps.db,
+        {
+          key: randomToken(12),
+          userId: caller.kind === "user" ? caller.user.id : null,
+          albumId: input.albumId ?? null,
+          strategyId: strategy.id,
+          path: objects.path,
+          thumbnailPath: thumbnail?.path ?? null,
+          name: objects.name,
+          originName: upload.originName,
+          size: upload.size,
+          mimetype: upload.mimetype,
+          extension: upload.extension,
+          width: objects.inspection.width,
+          height: objects.inspection.height,
+          md5: objects.md5,
+          sha1: objects.sha1,
+          isPublic: input.isPublic,
+          expiredAt: input.expiredAt ?? null,
+          uploaderIp: input.ip,
+          createdAt: now,
+        },
+        { subject, defaultCapacityKb: caller.group.defaultCapacityKb, limits: frequencyLimitsOf(caller.group) },
+        lease.ids,
+      );
+    } catch (e) {
+      await lease.giveUp();
+      if (!(e instanceof RecordRefused)) throw e;
+      if (e.reason === "quota") throw new QuotaExhausted(strategy);
+      if (e.reason === "lease") {
+        logFor(deps).error({ strategy_id: strategy.id }, "upload: its lease lapsed before the record step; its objects were given up");
+        throw new AppError("internal", "The upload took too long to store; nothing was stored.");
+      }
+      throw new RecordRefusal(e.reason, e.message);
+    }
+  } finally {
+    lease.stop();
   }
 }

@@ -79,33 +79,42 @@ export interface FrequencyLimits {
   perMonth: number | null;
 }
 
-/** Why the record step refused: the subject's frequency, the owner's capacity or the strategy's quota. */
+/**
+ * Why the record step refused: the subject's frequency, the owner's capacity or the strategy's quota; or the
+ * upload's planned objects were given up to the removal workers (its lease lapsed) before it could record them.
+ */
 export class RecordRefused extends Error {
   constructor(
-    readonly reason: "frequency" | "capacity" | "quota",
+    readonly reason: "frequency" | "capacity" | "quota" | "lease",
     message: string,
   ) {
     super(message);
   }
 }
 
-const refusals = { IHFRQ: "frequency", IHCAP: "capacity", IHQTA: "quota" } as const;
+const refusals = { IHFRQ: "frequency", IHCAP: "capacity", IHQTA: "quota", IHLSE: "lease" } as const;
 
 /**
  * Records an accepted upload in one round trip (the record_upload function of drizzle/0002): re-checks the
  * frequency, charges capacity, inserts the image, logs the upload and charges the quota, all or nothing.
- * Returns the new record.
+ * Returns the new record. With `pendingIds` (the upload's planned objects queued as pending removals, its lease),
+ * record_leased_upload of drizzle/0004 first deletes those rows in the same transaction: all of them, or IHLSE and
+ * nothing is recorded.
  */
 export async function recordAcceptedUpload(
   db: Executor,
   image: Omit<NewImage, "id" | "createdAt"> & { createdAt: Date },
   charge: { subject: string; defaultCapacityKb: number; limits: FrequencyLimits },
+  pendingIds?: number[],
 ): Promise<ImageRow> {
   const { limits } = charge;
   const at = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+  const call = pendingIds
+    ? sql`record_leased_upload(${`{${pendingIds.map((id) => Math.trunc(id)).join(",")}}`}::bigint[], `
+    : sql`record_upload(`;
   let result;
   try {
-    result = await db.execute(sql`select record_upload(
+    result = await db.execute(sql`select ${call}
       ${image.userId ?? null}::integer, ${charge.defaultCapacityKb}::integer, ${image.strategyId}::integer, ${image.size}::bigint,
       ${charge.subject}::text, ${at(image.createdAt)}::timestamptz,
       ${limits.perMinute}::integer, ${limits.perHour}::integer, ${limits.perDay}::integer, ${limits.perWeek}::integer, ${limits.perMonth}::integer,

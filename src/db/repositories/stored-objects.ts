@@ -1,6 +1,6 @@
-import { and, asc, gt, inArray, or } from "drizzle-orm";
-import type { Executor } from "../client.ts";
-import { images } from "../schema.ts";
+import { and, asc, eq, gt, inArray, lte, or, sql } from "drizzle-orm";
+import type { Executor, Tx } from "../client.ts";
+import { images, pendingRemovals, type RemovalReason, strategies } from "../schema.ts";
 
 /** The objects a record names: its image and, when it has one, its thumbnail. */
 export interface RecordedObjects {
@@ -37,4 +37,95 @@ export async function existingRecordIds(db: Executor, ids: number[]): Promise<Se
   if (ids.length === 0) return new Set();
   const rows = await db.select({ id: images.id }).from(images).where(inArray(images.id, ids));
   return new Set(rows.map((r) => r.id));
+}
+
+export type PendingRemoval = typeof pendingRemovals.$inferSelect;
+
+/** The database's clock `seconds` from now: due times are compared on one clock, whichever instance wrote them. */
+const fromNow = (seconds: number) => sql`now() + make_interval(secs => ${seconds}::double precision)`;
+
+/**
+ * Queues the removal of `paths` on a strategy, due `dueInSeconds` from now (0: at once, to any worker). Returns the
+ * rows' ids, in the order of `paths`.
+ */
+export async function queueRemovals(
+  db: Executor,
+  strategyId: number,
+  paths: string[],
+  reason: RemovalReason,
+  dueInSeconds = 0,
+): Promise<number[]> {
+  if (paths.length === 0) return [];
+  const rows = await db
+    .insert(pendingRemovals)
+    .values(paths.map((path) => ({ strategyId, path, reason, dueAt: fromNow(dueInSeconds) })))
+    .returning({ id: pendingRemovals.id });
+  return rows.map((r) => r.id);
+}
+
+/** Pushes the due time of rows still held (an upload in flight renewing its lease). */
+export async function extendRemovals(db: Executor, ids: number[], dueInSeconds: number) {
+  if (ids.length === 0) return;
+  await db.update(pendingRemovals).set({ dueAt: fromNow(dueInSeconds) }).where(inArray(pendingRemovals.id, ids));
+}
+
+/** A pending removal with the strategy whose storage holds the object. */
+export interface LockedRemoval {
+  removal: PendingRemoval;
+  strategy: typeof strategies.$inferSelect;
+}
+
+/**
+ * Locks pending removals for the caller's transaction, oldest due first. `due`: up to `limit` rows already due,
+ * skipping those another worker holds (SKIP LOCKED: two workers never take the same row). `ids`: exactly those rows
+ * that still exist, waiting for a worker that holds one — when it commits the row is gone and is not returned.
+ */
+export async function lockRemovals(tx: Tx, which: { due: true; limit: number } | { ids: number[] }): Promise<LockedRemoval[]> {
+  const q = tx
+    .select({ removal: pendingRemovals, strategy: strategies })
+    .from(pendingRemovals)
+    .innerJoin(strategies, eq(strategies.id, pendingRemovals.strategyId));
+  if ("ids" in which) {
+    if (which.ids.length === 0) return [];
+    return q.where(inArray(pendingRemovals.id, which.ids)).orderBy(asc(pendingRemovals.id)).for("update", { of: pendingRemovals });
+  }
+  return q
+    .where(lte(pendingRemovals.dueAt, sql`now()`))
+    .orderBy(asc(pendingRemovals.dueAt))
+    .limit(which.limit)
+    .for("update", { of: pendingRemovals, skipLocked: true });
+}
+
+/** Whether any removal is due: a cheap look before a worker opens a transaction. */
+export async function anyRemovalDue(db: Executor): Promise<boolean> {
+  const rows = await db
+    .select({ id: pendingRemovals.id })
+    .from(pendingRemovals)
+    .where(lte(pendingRemovals.dueAt, sql`now()`))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/** The paths among `paths` that some image record names, as object or thumbnail, on any strategy. */
+export async function pathsNamedByRecords(db: Executor, paths: string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const rows = await db
+    .select({ path: images.path, thumbnailPath: images.thumbnailPath })
+    .from(images)
+    .where(or(inArray(images.path, paths), inArray(images.thumbnailPath, paths)));
+  const wanted = new Set(paths);
+  return new Set(rows.flatMap((r) => [r.path, r.thumbnailPath]).filter((p): p is string => p !== null && wanted.has(p)));
+}
+
+export async function deleteRemovals(db: Executor, ids: number[]) {
+  if (ids.length === 0) return;
+  await db.delete(pendingRemovals).where(inArray(pendingRemovals.id, ids));
+}
+
+/** A failed try: counted, and the row waits `retryInSeconds` before any worker takes it again. */
+export async function postponeRemoval(db: Executor, id: number, retryInSeconds: number, error: string) {
+  await db
+    .update(pendingRemovals)
+    .set({ attempts: sql`${pendingRemovals.attempts} + 1`, dueAt: fromNow(retryInSeconds), lastError: error.slice(0, 500) })
+    .where(eq(pendingRemovals.id, id));
 }
