@@ -5,7 +5,8 @@ import { listStrategies, type Strategy } from "../db/repositories/strategies.ts"
 import type { Deps } from "../deps.ts";
 import { defaultLogger, type Logger, withLogger } from "../observability/log.ts";
 import { metricsFor } from "../observability/metrics.ts";
-import type { Storage, StoredObject } from "../storage/index.ts";
+import type { LocationIdentity, Relation, Storage, StoredObject } from "../storage/index.ts";
+import { describeIdentity, relate, translatePath } from "../storage/location.ts";
 
 /**
  * How old an object without a record must be before it counts as an orphan. An upload writes its objects
@@ -15,6 +16,22 @@ import type { Storage, StoredObject } from "../storage/index.ts";
  * that, and above any clock skew between this server and the storage's clock (mtime, S3 LastModified).
  */
 export const RECONCILE_GRACE_SECONDS = 3600;
+
+/**
+ * Orphans are not deleted: they are moved to `.quarantine/<UTC date>/<path>` on the same storage (a rename on a
+ * local root, copy-then-delete on S3), kept there at least QUARANTINE_DAYS days (purged once the clock has passed
+ * the quarantine day's start by QUARANTINE_DAYS + 1 days), then deleted by a later run. A mistake is undone by
+ * moving the object back (`.quarantine/2026-01-02/2026/01/01/x.png` → `2026/01/01/x.png`); a run that finds a
+ * record whose object is missing and sees that object in the quarantine moves it back itself. Temporary files
+ * (`*.part`) and readiness probes are deleted outright: no record ever names them.
+ */
+export const QUARANTINE_PREFIX = ".quarantine/";
+export const QUARANTINE_DAYS = 7;
+const QUARANTINED = /^\.quarantine\/(\d{4}-\d{2}-\d{2})\/(.+)$/;
+const DAY_MS = 86_400_000;
+
+/** Where an orphan found on `at` goes. */
+export const quarantinePath = (path: string, at: Date) => `${QUARANTINE_PREFIX}${at.toISOString().slice(0, 10)}/${path}`;
 
 /** Entries kept in each list of a report; the counts are always complete. */
 export const REPORT_LIST_LIMIT = 100;
@@ -46,6 +63,8 @@ export interface ReconcileOptions {
 /** One storage location and what reconciling it found; strategies sharing a location are reconciled together. */
 export interface LocationReport {
   strategies: { id: number; name: string }[];
+  /** Where the location really is (real path, or normalised endpoint, bucket and prefix); absent when unknown. */
+  where?: string;
   driver: Strategy["driver"];
   objectsScanned: number;
   /** Younger than the grace period: not judged yet. */
@@ -53,8 +72,15 @@ export interface LocationReport {
   /** Named unlike anything this service writes: never removed. */
   unrecognisedObjects: number;
   orphansFound: number;
+  /** Moved to the quarantine (see QUARANTINE_DAYS), not deleted. */
   orphansRemoved: number;
   orphans: string[];
+  /** Objects found in the quarantine and kept (quarantined less than QUARANTINE_DAYS + 1 days ago). */
+  quarantinedObjects: number;
+  /** Objects of the quarantine past QUARANTINE_DAYS, deleted by this run. */
+  quarantinePurged: number;
+  /** Objects a record names that were found in the quarantine and moved back. */
+  restoredFromQuarantine: number;
   partsFound: number;
   partsRemoved: number;
   recordsMissingObject: number;
@@ -74,13 +100,30 @@ export interface ReconcileReport {
 
 interface Location {
   storage: Storage;
+  identity: LocationIdentity;
   strategies: Strategy[];
+}
+
+/** Another location that sees some of this one's objects, and how it stands to it. */
+interface Overlap {
+  location: Location;
+  relation: Relation;
 }
 
 /**
  * Compares every storage location's objects with the records of the strategies stored there. Objects no record
- * names, older than the grace period, are removed, and so are abandoned temporary files; records whose object is
- * missing are reported, never deleted.
+ * names, older than the grace period, are moved to the quarantine (see QUARANTINE_DAYS); abandoned temporary files
+ * are removed; records whose object is missing are reported, never deleted.
+ *
+ * Guarantees. Locations are compared by what they are (storage/location.ts: real path and device/inode, or the
+ * normalised endpoint, bucket and prefix), so strategies reaching one place through a symlink, a bind mount or a
+ * respelled endpoint are reconciled as one, and nested ones see each other's records. Before an object is moved,
+ * no image record of ANY strategy may name it: neither at its path as seen from any related location, nor (a
+ * second net that holds even if two locations are related in a way no identity shows, such as a DNS alias) by
+ * its name alone (`YYYY/MM/DD/<random>.<ext>` with or without `thumbnails/`: names carry 16+ random characters,
+ * so a record elsewhere with the same name is that object seen through an alias). The quarantine, readiness
+ * probes and names this service does not write are never orphans. A strategy whose location cannot be known
+ * suspends every move and removal of the run.
  */
 export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {}): Promise<ReconcileReport> {
   const startedAt = deps.clock();
@@ -94,13 +137,22 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
   };
   const cutoff = new Date(startedAt.getTime() - report.graceSeconds * 1000);
   const ran = await exclusively(deps.db, async () => {
-    const { locations, broken } = locate(deps, await listStrategies(deps.db));
+    const all = await listStrategies(deps.db);
+    const { locations, broken } = await locate(deps, all);
     report.locations.push(...broken);
     // a strategy whose location is unknown may share any other's: then nothing is removed
-    const run = { dryRun: report.dryRun || broken.length > 0, cutoff, signal: options.signal };
+    const run: Run = {
+      dryRun: report.dryRun || broken.length > 0,
+      cutoff,
+      now: startedAt,
+      allStrategyIds: all.map((s) => s.id),
+      signal: options.signal,
+    };
     for (const location of locations) {
       if (options.signal?.aborted) break;
-      const overlapping = locations.filter((l) => overlaps(l.storage, location.storage));
+      const overlapping = locations
+        .map((other) => ({ location: other, relation: other === location ? ({ kind: "same" } as const) : relate(location.identity, other.identity) }))
+        .filter((o) => o.relation.kind !== "apart");
       report.locations.push(await reconcileLocation(deps, location, overlapping, run));
     }
   });
@@ -110,12 +162,16 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
   return report;
 }
 
-/** The strategies grouped by storage location; a strategy whose configuration builds no storage is reported alone. */
-function locate(deps: Deps, strategies: Strategy[]) {
-  const locations = new Map<string, Location>();
+/**
+ * The strategies grouped by what their location is (not how it is written); a strategy whose configuration builds
+ * no storage, or whose location cannot be known (a dangling symlink in a root's path), is reported alone.
+ */
+async function locate(deps: Deps, strategies: Strategy[]) {
+  const locations: Location[] = [];
   const broken: LocationReport[] = [];
   for (const strategy of strategies) {
     let storage: Storage;
+    let identity: LocationIdentity;
     try {
       storage = deps.storage.for(strategy);
     } catch (e) {
@@ -123,17 +179,19 @@ function locate(deps: Deps, strategies: Strategy[]) {
       broken.push({ ...emptyReport([strategy]), errors: [error] });
       continue;
     }
-    const id = `${storage.location.space}\0${storage.location.prefix}`;
-    const location = locations.get(id) ?? { storage, strategies: [] };
-    location.strategies.push(strategy);
-    locations.set(id, location);
+    try {
+      identity = await storage.identify();
+    } catch (e) {
+      const error = `location unknown, so nothing was removed anywhere: ${(e as Error).message}`;
+      broken.push({ ...emptyReport([strategy]), errors: [error] });
+      continue;
+    }
+    const same = locations.find((l) => relate(l.identity, identity).kind === "same");
+    if (same) same.strategies.push(strategy);
+    else locations.push({ storage, identity, strategies: [strategy] });
   }
-  return { locations: [...locations.values()], broken };
+  return { locations, broken };
 }
-
-/** Equal or nested locations: an object listed in one may be named by a record of the other. */
-const overlaps = (a: Storage, b: Storage) =>
-  a.location.space === b.location.space && (a.location.prefix.startsWith(b.location.prefix) || b.location.prefix.startsWith(a.location.prefix));
 
 const emptyReport = (strategies: Strategy[]): LocationReport => ({
   strategies: strategies.map((s) => ({ id: s.id, name: s.name })),
@@ -144,6 +202,9 @@ const emptyReport = (strategies: Strategy[]): LocationReport => ({
   orphansFound: 0,
   orphansRemoved: 0,
   orphans: [],
+  quarantinedObjects: 0,
+  quarantinePurged: 0,
+  restoredFromQuarantine: 0,
   partsFound: 0,
   partsRemoved: 0,
   recordsMissingObject: 0,
@@ -157,14 +218,30 @@ const note = <T>(list: T[], entry: T) => {
 
 interface Run {
   dryRun: boolean;
+  /** Objects modified after this are not judged. */
   cutoff: Date;
+  /** The run's clock: names the quarantine's day and ages it. */
+  now: Date;
+  allStrategyIds: number[];
   signal?: AbortSignal;
 }
 
-async function reconcileLocation(deps: Deps, location: Location, overlapping: Location[], run: Run): Promise<LocationReport> {
+async function reconcileLocation(deps: Deps, location: Location, overlapping: Overlap[], run: Run): Promise<LocationReport> {
   const { storage } = location;
-  const report = emptyReport(location.strategies);
+  const report: LocationReport = { ...emptyReport(location.strategies), where: describeIdentity(location.identity) };
   const listed = new PathSet();
+  /** The quarantine's days seen in the listing (a handful: one per day of the last QUARANTINE_DAYS + 1). */
+  const quarantineDays = new Set<string>();
+  const purgeBefore = run.now.getTime() - (QUARANTINE_DAYS + 1) * DAY_MS;
+  const quarantine = async (path: string) => {
+    if (run.dryRun) return false;
+    try {
+      return await storage.move(path, quarantinePath(path, run.now));
+    } catch (e) {
+      note(report.errors, `quarantine ${path}: ${(e as Error).message}`);
+      return false;
+    }
+  };
   const remove = async (path: string) => {
     if (run.dryRun) return false;
     try {
@@ -177,12 +254,12 @@ async function reconcileLocation(deps: Deps, location: Location, overlapping: Lo
   };
   let batch: StoredObject[] = [];
   const judgeBatch = async () => {
-    const owned = await ownedKeys(deps, storage, batch, overlapping);
+    const owned = await ownedPaths(deps, batch, overlapping, run.allStrategyIds);
     for (const object of batch) {
-      if (owned.has(storage.location.prefix + object.path)) continue;
+      if (owned.has(object.path)) continue;
       report.orphansFound++;
       note(report.orphans, object.path);
-      if (await remove(object.path)) report.orphansRemoved++;
+      if (await quarantine(object.path)) report.orphansRemoved++;
     }
     batch = [];
   };
@@ -198,6 +275,19 @@ async function reconcileLocation(deps: Deps, location: Location, overlapping: Lo
         }
         report.partsFound++;
         if (await remove(object.path)) report.partsRemoved++;
+        continue;
+      }
+      if (object.path.startsWith(QUARANTINE_PREFIX)) {
+        // never an orphan: kept its time, then purged; a name the quarantine does not make is left alone
+        const day = QUARANTINED.exec(object.path)?.[1];
+        const dayStart = day ? Date.parse(`${day}T00:00:00Z`) : Number.NaN;
+        if (Number.isNaN(dayStart)) {
+          report.unrecognisedObjects++;
+          continue;
+        }
+        quarantineDays.add(day!);
+        if (dayStart < purgeBefore && (await remove(object.path))) report.quarantinePurged++;
+        else report.quarantinedObjects++;
         continue;
       }
       if (PROBE_NAME.test(object.path)) {
@@ -219,27 +309,44 @@ async function reconcileLocation(deps: Deps, location: Location, overlapping: Lo
     note(report.errors, (e as Error).message);
     return report;
   }
-  await findMissingObjects(deps, location, listed, report, run);
+  await findMissingObjects(deps, location, listed, quarantineDays, report, run);
   return report;
 }
 
 /**
- * The full keys (location prefix + path) of the batch's objects that a record names, on any strategy of an
- * overlapping location: an object under a nested location belongs to the records of both.
+ * The paths of the batch's objects (all named as this service names objects) that some record names:
+ *  - on a strategy of a related location (the same place, or one nested in or around it), at the object's path as
+ *    seen from there: an object under a nested location belongs to the records of both;
+ *  - on ANY strategy, by the object's name alone (`YYYY/MM/DD/<random>.<ext>`, with or without `thumbnails/`),
+ *    whatever its location: a second net for aliases no identity shows.
  */
-async function ownedKeys(deps: Deps, storage: Storage, batch: StoredObject[], overlapping: Location[]): Promise<Set<string>> {
+async function ownedPaths(deps: Deps, batch: StoredObject[], overlapping: Overlap[], allStrategyIds: number[]): Promise<Set<string>> {
   if (batch.length === 0) return new Set();
-  const fullKeys = batch.map((o) => storage.location.prefix + o.path);
-  const lookups = overlapping.map((l) => {
-    const prefix = l.storage.location.prefix;
-    return { strategyIds: l.strategies.map((s) => s.id), paths: fullKeys.filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)) };
-  });
-  const prefixOf = new Map(overlapping.flatMap((l) => l.strategies.map((s) => [s.id, l.storage.location.prefix] as const)));
   const owned = new Set<string>();
+  // per related location: the batch's paths as that location sees them, back to the batch's path
+  const views = overlapping.map((o) => {
+    const back = new Map<string, string>();
+    for (const object of batch) {
+      const there = translatePath(object.path, o.relation);
+      if (there !== null) back.set(there, object.path);
+    }
+    return { strategyIds: new Set(o.location.strategies.map((s) => s.id)), back };
+  });
+  const byName = new Map<string, string[]>();
+  for (const object of batch) {
+    const name = object.path.replace(/^thumbnails\//, "");
+    for (const candidate of [name, `thumbnails/${name}`]) byName.set(candidate, [...(byName.get(candidate) ?? []), object.path]);
+  }
+  const lookups = [
+    ...views.map((v) => ({ strategyIds: [...v.strategyIds], paths: [...v.back.keys()] })),
+    { strategyIds: allStrategyIds, paths: [...byName.keys()] },
+  ];
   for (const record of await findRecordsNaming(deps.db, lookups)) {
-    const prefix = prefixOf.get(record.strategyId)!;
-    owned.add(prefix + record.path);
-    if (record.thumbnailPath) owned.add(prefix + record.thumbnailPath);
+    for (const named of [record.path, record.thumbnailPath]) {
+      if (named === null) continue;
+      for (const v of views) if (v.strategyIds.has(record.strategyId) && v.back.has(named)) owned.add(v.back.get(named)!);
+      for (const path of byName.get(named) ?? []) owned.add(path);
+    }
   }
   return owned;
 }
@@ -249,7 +356,7 @@ async function ownedKeys(deps: Deps, storage: Storage, batch: StoredObject[], ov
  * before it is reported: the object may have been stored after the listing passed its name, or the record
  * deleted meanwhile.
  */
-async function findMissingObjects(deps: Deps, location: Location, listed: PathSet, report: LocationReport, run: Run) {
+async function findMissingObjects(deps: Deps, location: Location, listed: PathSet, quarantineDays: Set<string>, report: LocationReport, run: Run) {
   const strategyIds = location.strategies.map((s) => s.id);
   listed.seal();
   for (let afterId = 0; !run.signal?.aborted; ) {
@@ -269,10 +376,28 @@ async function findMissingObjects(deps: Deps, location: Location, listed: PathSe
     }
     const stillRecorded = await existingRecordIds(deps.db, missing.map((m) => m.id));
     for (const m of missing.filter((m) => stillRecorded.has(m.id))) {
+      if (await restoreFromQuarantine(location.storage, m.path, quarantineDays, report, run)) continue;
       report.recordsMissingObject++;
       note(report.missingObjects, { key: m.key, path: m.path });
     }
   }
+}
+
+/** A recorded object found in the quarantine goes back where its record names it (newest quarantined copy first). */
+async function restoreFromQuarantine(storage: Storage, path: string, days: Set<string>, report: LocationReport, run: Run): Promise<boolean> {
+  if (run.dryRun) return false;
+  for (const day of [...days].sort().reverse()) {
+    try {
+      if (await storage.move(`${QUARANTINE_PREFIX}${day}/${path}`, path)) {
+        report.restoredFromQuarantine++;
+        return true;
+      }
+    } catch (e) {
+      note(report.errors, `restore ${path} from the quarantine: ${(e as Error).message}`);
+      return false;
+    }
+  }
+  return false;
 }
 
 /**
@@ -317,8 +442,8 @@ const isPostgresJs = (client: unknown): client is Sql => typeof client === "func
  * Runs `fn` unless a reconciliation is already running, in this process or on another instance; false when it
  * did not run. Across instances a PostgreSQL session lock decides, held on one reserved connection for the run:
  * it dies with its holder. The embedded database belongs to one process (a lock file guards it), so there the
- * in-process check is enough. Were two runs to overlap anyway, removing an orphan twice is harmless: removing an
- * absent object is not an error, and an orphan has no record to disturb.
+ * in-process check is enough. Were two runs to overlap anyway, quarantining an orphan twice is harmless: moving
+ * an absent object is a no-op, and an orphan has no record to disturb.
  */
 async function exclusively(db: Db, fn: () => Promise<void>): Promise<boolean> {
   if (running.has(db)) return false;
@@ -376,19 +501,24 @@ export function startReconciler(deps: Deps, intervalMs: number) {
 
 function logReport(log: Logger, report: ReconcileReport) {
   for (const l of report.locations) {
-    if (l.orphansFound + l.partsFound + l.recordsMissingObject + l.errors.length === 0) continue;
+    if (l.orphansFound + l.partsFound + l.recordsMissingObject + l.errors.length + l.quarantinePurged + l.restoredFromQuarantine === 0) continue;
     const strategies = l.strategies.map((s) => `#${s.id} ${s.name}`).join(", ");
     log[l.errors.length || l.recordsMissingObject ? "warn" : "info"](
       {
         strategies: l.strategies.map((s) => s.id),
+        location: l.where,
         orphans_found: l.orphansFound,
-        orphans_removed: l.orphansRemoved,
+        orphans_quarantined: l.orphansRemoved,
+        quarantined_objects: l.quarantinedObjects,
+        quarantine_purged: l.quarantinePurged,
+        restored_from_quarantine: l.restoredFromQuarantine,
         parts_found: l.partsFound,
         parts_removed: l.partsRemoved,
         records_missing_object: l.recordsMissingObject,
         errors: l.errors.slice(0, 5),
       },
-      `${strategies}: ${l.orphansRemoved}/${l.orphansFound} orphans and ${l.partsRemoved}/${l.partsFound} temporary files removed, ` +
+      `${strategies}: ${l.orphansRemoved}/${l.orphansFound} orphans moved to the quarantine, ${l.partsRemoved}/${l.partsFound} temporary files removed, ` +
+        `${l.quarantinePurged} quarantined objects past ${QUARANTINE_DAYS} days purged, ${l.restoredFromQuarantine} restored from the quarantine, ` +
         `${l.recordsMissingObject} records miss their object${l.errors.length ? `, ${l.errors.length} errors` : ""}`,
     );
   }

@@ -5,7 +5,8 @@ import { LocalStorage } from "./local.ts";
 import { S3Storage } from "./s3.ts";
 import type { Storage } from "./storage.ts";
 
-export type { Storage, StorageLocation, StoredObject } from "./storage.ts";
+export type { LocationIdentity, Relation } from "./location.ts";
+export type { Storage, StoredObject } from "./storage.ts";
 export { StorageError } from "./storage.ts";
 
 export const localConfigSchema = z.object({

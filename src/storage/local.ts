@@ -1,6 +1,7 @@
 import { lstat, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, resolve, sep } from "node:path";
-import { type Storage, StorageError, type StorageLocation, type StoredObject } from "./storage.ts";
+import { localIdentity } from "./location.ts";
+import { type Storage, StorageError, type StoredObject } from "./storage.ts";
 
 export interface LocalConfig {
   root: string;
@@ -12,12 +13,15 @@ const TEMPORARY_SUFFIX = ".part";
 
 export class LocalStorage implements Storage {
   readonly root: string;
-  readonly location: StorageLocation;
   /** Directories whose own entry (and their parents', up to the root's) this storage has synced. */
   private readonly durableDirectories = new Set<string>();
   constructor(private readonly config: LocalConfig) {
     this.root = resolve(config.root);
-    this.location = { space: "local", prefix: this.root + sep };
+  }
+
+  /** Read afresh each time: the root may be created, or a link in its path changed, after the storage was built. */
+  identify() {
+    return localIdentity(this.root);
   }
 
   /** The absolute file for a relative path, or null when the path would leave the root. */
@@ -69,6 +73,26 @@ export class LocalStorage implements Storage {
       await rm(this.mustResolve(path), { force: true });
     } catch (e) {
       throw new StorageError(`local delete failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** A rename inside the root (one filesystem: atomic), its directories synced like a put's. */
+  async move(from: string, to: string) {
+    const source = this.mustResolve(from);
+    const target = this.mustResolve(to);
+    try {
+      const firstCreated = await mkdir(dirname(target), { recursive: true });
+      try {
+        await rename(source, target);
+      } catch (e) {
+        if (isMissing(e)) return false;
+        throw e;
+      }
+      await this.syncDirectories(dirname(target), firstCreated);
+      await syncPath(dirname(source));
+      return true;
+    } catch (e) {
+      throw new StorageError(`local move failed: ${(e as Error).message}`);
     }
   }
 

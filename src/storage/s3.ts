@@ -1,5 +1,6 @@
 import { S3Client } from "bun";
-import { type Storage, StorageError, type StorageLocation, type StoredObject } from "./storage.ts";
+import { normaliseKeyPrefix, s3Identity } from "./location.ts";
+import { type Storage, StorageError, type StoredObject } from "./storage.ts";
 
 export interface S3Config {
   bucket: string;
@@ -20,7 +21,6 @@ export class S3Storage implements Storage {
   private readonly client: S3Client;
   /** Prepended to every path: the configured prefix with one trailing slash, or nothing. */
   private readonly keyPrefix: string;
-  readonly location: StorageLocation;
   constructor(private readonly config: S3Config) {
     this.client = new S3Client({
       bucket: config.bucket,
@@ -29,8 +29,11 @@ export class S3Storage implements Storage {
       accessKeyId: config.accessKeyId,
       secretAccessKey: config.secretAccessKey,
     });
-    this.keyPrefix = config.prefix ? `${config.prefix.replace(/\/+$/, "")}/` : "";
-    this.location = { space: `s3:${config.endpoint ?? "aws"}/${config.bucket}`, prefix: this.keyPrefix };
+    this.keyPrefix = normaliseKeyPrefix(config.prefix);
+  }
+
+  async identify() {
+    return s3Identity(this.config);
   }
 
   private key(path: string) {
@@ -51,6 +54,32 @@ export class S3Storage implements Storage {
     } catch (e) {
       if ((e as { code?: string }).code === "NoSuchKey") return;
       throw new StorageError(`s3 delete failed: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * Copy then delete (Bun's client has no server-side copy; objects are images, bounded by the upload limit): the
+   * copy is complete and of the same size before the original goes.
+   */
+  async move(from: string, to: string) {
+    try {
+      const source = this.client.file(this.key(from));
+      let info;
+      try {
+        info = await source.stat();
+      } catch (e) {
+        if ((e as { code?: string }).code === "NoSuchKey" || /not ?found|404/i.test((e as Error).message)) return false;
+        throw e;
+      }
+      const bytes = new Uint8Array(await source.arrayBuffer());
+      if (bytes.length !== info.size) throw new Error(`read ${bytes.length} of ${info.size} bytes`);
+      await this.client.write(this.key(to), bytes, { type: info.type });
+      const copied = await this.client.stat(this.key(to));
+      if (copied.size !== info.size) throw new Error(`the copy holds ${copied.size} of ${info.size} bytes`);
+      await this.client.delete(this.key(from));
+      return true;
+    } catch (e) {
+      throw new StorageError(`s3 move failed: ${(e as Error).message}`);
     }
   }
 

@@ -1,4 +1,5 @@
 import type { BunFile } from "bun";
+import type { LocationIdentity } from "./location.ts";
 
 /** An entry of a storage listing. */
 export interface StoredObject {
@@ -10,22 +11,22 @@ export interface StoredObject {
   temporary: boolean;
 }
 
-/**
- * Where a storage keeps its objects: `prefix` + path is an object's full key inside `space` (a filesystem, a
- * bucket). Two strategies whose locations are equal or nested see each other's objects.
- */
-export interface StorageLocation {
-  space: string;
-  prefix: string;
-}
-
 /** Where a strategy keeps its objects. Paths are relative, '/'-separated, produced by the service only. */
 export interface Storage {
-  readonly location: StorageLocation;
+  /**
+   * What the location is (real path and device/inode, or normalised endpoint, bucket and prefix), to compare with
+   * other strategies' locations: equal or nested identities see each other's objects (see location.ts).
+   */
+  identify(): Promise<LocationIdentity>;
   /** Resolves once the object is durable: a record may name it from then on. */
   put(path: string, bytes: Uint8Array, contentType: string): Promise<void>;
   /** Removing an absent object is not an error. */
   delete(path: string): Promise<void>;
+  /**
+   * Moves an object to another path of the same storage (the reconciler's quarantine), replacing what is there;
+   * false when there was no object at `from`.
+   */
+  move(from: string, to: string): Promise<boolean>;
   exists(path: string): Promise<boolean>;
   /** Every object (and temporary file) whose path starts with `prefix`, in no particular order. */
   list(prefix?: string): AsyncIterable<StoredObject>;
