@@ -6,6 +6,22 @@ import type { Env } from "./env.ts";
 import { randomToken } from "./services/secrets.ts";
 import { defaultLogger, type Logger } from "./observability/log.ts";
 
+/**
+ * Whether this process can listen on HOST:PORT, tried (and released at once) before anything is created: a busy
+ * port is then found before a database cluster is made. Null when it can (or PORT is 0, any free port), else the
+ * error Bun.serve gave. Server.ts still handles a failure of the real listen (the port taken meanwhile).
+ */
+export async function probeListen(hostname: string, port: number): Promise<unknown> {
+  if (port === 0) return null;
+  try {
+    const probe = Bun.serve({ port, hostname, fetch: () => new Response(null, { status: 503 }) });
+    await probe.stop(true);
+    return null;
+  } catch (e) {
+    return e;
+  }
+}
+
 /** ADMIN_TOKEN, or the one in DATA_DIR/admin-token, generated (mode 600) at first start. */
 export function resolveAdminToken(env: Env): { token: string; generatedAt?: string } {
   if (env.ADMIN_TOKEN) return { token: env.ADMIN_TOKEN };

@@ -2,7 +2,7 @@ import { accessSync, constants, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { objectServerFor } from "./routes/site/serve-object.ts";
-import { openDatabase, resolveAdminToken } from "./bootstrap.ts";
+import { openDatabase, probeListen, resolveAdminToken } from "./bootstrap.ts";
 import { loadEnv, type Env } from "./env.ts";
 import { clientAddress } from "./http/auth.ts";
 import { observeObjects } from "./http/observe.ts";
@@ -53,6 +53,8 @@ function listenFailure(env: Env, e: unknown): string {
 
 const env = loadEnv();
 const log = createLogger({ format: env.LOG_FORMAT ?? defaultLogFormat(), level: env.LOG_LEVEL });
+const cannotListen = await probeListen(env.HOST, env.PORT); // before anything is created
+if (cannotListen) refuseToStart(listenFailure(env, cannotListen));
 checkDataDir(env);
 const admin = resolveAdminToken(env);
 if (admin.generatedAt) log.info({ file: admin.generatedAt }, `Generated an admin token in ${admin.generatedAt} (mode 600).`);

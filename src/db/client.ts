@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
@@ -12,8 +12,11 @@ import {
   type ConnectionOptions,
   type EmbeddedOptions,
   type EmbeddedPostgres,
+  processStartTime,
+  processState,
   runningServerConnection,
   startEmbeddedPostgres,
+  TAKEOVER_MS,
 } from "./embedded.ts";
 import * as schema from "./schema.ts";
 
@@ -93,7 +96,7 @@ export async function openEmbedded(
   options: { max?: number; onUnexpectedExit?: EmbeddedOptions["onUnexpectedExit"] } = {},
 ): Promise<Database> {
   mkdirSync(dataDir, { recursive: true });
-  const releaseLock = lockDirectory(dataDir);
+  const releaseLock = await lockDirectory(dataDir);
   let server: EmbeddedPostgres | undefined;
   try {
     const legacy = join(dataDir, "db");
@@ -153,7 +156,7 @@ export async function attachEmbedded(
   if (!existsSync(join(cluster, "PG_VERSION"))) return null;
   let releaseLock: () => void;
   try {
-    releaseLock = lockDirectory(dataDir);
+    releaseLock = await lockDirectory(dataDir);
   } catch (e) {
     if (!(e instanceof DirectoryInUse)) throw e;
     // a server holds the directory: its PostgreSQL is ready, or about to be (a server that is starting)
@@ -267,7 +270,7 @@ export async function openPglite(dataDir: string | undefined, options: { loadDat
   let releaseLock = () => {};
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
-    releaseLock = lockDirectory(dataDir);
+    releaseLock = await lockDirectory(dataDir);
   }
   try {
     const client = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
@@ -301,20 +304,29 @@ export class DirectoryInUse extends Error {
   }
 }
 
-function lockDirectory(dir: string): () => void {
+/**
+ * Takes DATA_DIR's lock file (server.lock: the holder's pid and, on Linux, its start time, so that a reused pid is
+ * not taken for the holder). A live holder is refused at once. A holder that is exiting (killed, not yet gone) is
+ * waited for, at most TAKEOVER_MS: a start issued right after a SIGKILL takes over once it is gone, as it does
+ * from a dead one (gone, or a zombie nobody reaped yet).
+ */
+async function lockDirectory(dir: string): Promise<() => void> {
   const lockPath = join(dir, "server.lock");
-  const inUse = (pid: number) =>
+  const inUse = (pid: number, why = "") =>
     new DirectoryInUse(
-      `${resolve(dir)} is in use by process ${pid}. The embedded database allows one server per DATA_DIR; ` +
+      `${resolve(dir)} is in use by process ${pid}${why}. The embedded database allows one server per DATA_DIR; ` +
         "stop it, or set DATABASE_URL to run several instances on PostgreSQL.",
       pid,
     );
   if (lockedHere.has(resolve(lockPath))) throw inUse(process.pid);
-  for (let attempt = 0; attempt < 2; attempt++) {
+  const content = `${process.pid} ${processStartTime(process.pid) ?? ""}`.trim() + "\n";
+  const deadline = Date.now() + TAKEOVER_MS;
+  for (;;) {
+    // written whole under a private name, then linked into place: the lock never exists without its content
+    const mine = `${lockPath}.${process.pid}`;
+    writeFileSync(mine, content, { mode: 0o600 });
     try {
-      const fd = openSync(lockPath, "wx", 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
+      linkSync(mine, lockPath);
       lockedHere.add(resolve(lockPath));
       return () => {
         lockedHere.delete(resolve(lockPath));
@@ -322,19 +334,28 @@ function lockDirectory(dir: string): () => void {
       };
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      const pid = Number(readFileSync(lockPath, "utf8"));
-      if (pid && pid !== process.pid && isAlive(pid)) throw inUse(pid);
-      if (existsSync(lockPath)) rmSync(lockPath, { force: true }); // stale lock of a dead process
+    } finally {
+      rmSync(mine, { force: true });
     }
-  }
-  throw new Error(`could not lock ${dir}`);
-}
-
-function isAlive(pid: number) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    let held: string;
+    try {
+      held = readFileSync(lockPath, "utf8");
+    } catch {
+      continue; // removed meanwhile: try again
+    }
+    const [pidText, startTime] = held.trim().split(/\s+/);
+    const pid = Number(pidText);
+    // our own pid in a lock we do not hold is a dead process's (pid 1 again in a restarted container)
+    const state = pid && pid !== process.pid ? processState(pid, startTime) : "dead";
+    if (state === "running") throw inUse(pid);
+    if (state === "exiting") {
+      if (Date.now() > deadline) throw inUse(pid, ` (still exiting after ${TAKEOVER_MS / 1000} s)`);
+      await Bun.sleep(20);
+      continue;
+    }
+    // a dead holder's lock: removed only if it is still the one just read (another start may have taken over)
+    try {
+      if (readFileSync(lockPath, "utf8") === held) rmSync(lockPath, { force: true });
+    } catch {}
   }
 }

@@ -12,14 +12,24 @@
  *   (util-linux `setpriv --pdeathsig`), so a server killed with SIGKILL does not leave it running; elsewhere, a
  *   postmaster left behind by a dead server is stopped at the next start (the DATA_DIR lock says no live server
  *   owns it).
- * - PostgreSQL refuses to run as root: under root it runs as the system user `postgres` (created when missing,
- *   as Debian's postgresql package does), owning the cluster directory, with the one capability it needs to
- *   reach it through directories only root may enter.
+ * - A start right after a crash waits (at most TAKEOVER_MS) for what a killed server left: a postmaster still
+ *   shutting down or exiting, backends still attached to its shared memory, a lock file naming a dead (or zombie)
+ *   process. A postmaster whose server is dead is stopped (fast, then immediate, then SIGKILL).
+ * - PostgreSQL refuses to run as root. Under root it runs in a user namespace (util-linux `unshare --user
+ *   --map-user=…`) where this process's uid 0 appears as an unprivileged user: PostgreSQL is content, and its files
+ *   stay root's outside, reachable wherever root's own files are (a checkout in /root or under any mode-700
+ *   directory). Where user namespaces are not allowed (some containers' seccomp profiles, a sysctl), it runs as
+ *   the system user `postgres` instead (created when missing, as Debian's postgresql package does), with the one
+ *   capability it needs to reach directories only root may enter; that user cannot execute binaries inside such
+ *   a directory, so then the start is refused with the remedies. A cluster owned by another user (made as
+ *   `postgres` by an earlier version, or by the fallback) keeps running as that user.
  */
 import { type Subprocess, spawn } from "bun";
 import { execFileSync } from "node:child_process";
 import {
   chownSync,
+  statSync,
+  writeFileSync,
   closeSync,
   existsSync,
   lstatSync,
@@ -142,17 +152,65 @@ interface RunAs {
   gid: number;
 }
 
-/** Under root: the `postgres` system user (created when missing). Otherwise null: run as ourselves. */
-function runAs(): RunAs | null {
-  if (process.getuid?.() !== 0) return null;
-  const find = () => {
-    const line = readFileSync("/etc/passwd", "utf8")
+/**
+ * How PostgreSQL is run: as this process's user; under root, in a user namespace where root appears as the
+ * unprivileged `uid`/`gid` (an existing passwd entry: initdb looks its name up); or as another user (`postgres`).
+ */
+type Runner = { kind: "self" } | { kind: "userns"; uid: number; gid: number; unshare: string } | ({ kind: "user" } & RunAs);
+
+const onLinux = process.platform === "linux";
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => onLinux && existsSync(p));
+const UNSHARE = ["/usr/bin/unshare", "/bin/unshare"].find((p) => onLinux && existsSync(p));
+
+function passwdEntries(): { name: string; uid: number; gid: number }[] {
+  try {
+    return readFileSync("/etc/passwd", "utf8")
       .split("\n")
-      .find((l) => l.startsWith("postgres:"));
-    if (!line) return null;
-    const [, , uid, gid] = line.split(":");
-    return { uid: Number(uid), gid: Number(gid) };
-  };
+      .map((line) => line.split(":"))
+      .filter((f) => f.length >= 4 && f[2] !== "" && f[3] !== "")
+      .map((f) => ({ name: f[0]!, uid: Number(f[2]), gid: Number(f[3]) }));
+  } catch {
+    return [];
+  }
+}
+
+let userNamespace: Promise<Runner | string> | undefined;
+
+/**
+ * Whether a user namespace can run PostgreSQL here: tried once per process with `postgres --version` (which also
+ * proves the binary can be executed from inside it). The runner, or why not.
+ */
+function probeUserNamespace(bin: Binaries): Promise<Runner | string> {
+  userNamespace ??= (async () => {
+    if (process.env.IMAGE_HOST_NO_USER_NAMESPACE === "1") return "disabled by IMAGE_HOST_NO_USER_NAMESPACE=1"; // tests of the fallback
+    if (!UNSHARE) return onLinux ? "util-linux's unshare is not installed" : `${process.platform} has no user namespaces`;
+    // whom root appears as inside: a user that exists (initdb looks its name up), not root, not the overflow id
+    const entries = passwdEntries();
+    const inside =
+      entries.find((e) => e.name === "postgres" && e.uid !== 0) ??
+      entries.find((e) => e.name === "daemon" && e.uid !== 0) ??
+      entries.find((e) => e.uid !== 0 && e.uid !== 65534 && e.gid !== 0);
+    if (!inside) return "no unprivileged user in /etc/passwd to appear as inside it";
+    const runner: Runner = { kind: "userns", uid: inside.uid, gid: inside.gid, unshare: UNSHARE };
+    try {
+      const proc = spawn([...namespaceArgs(runner), bin.postgres, "--version"], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+      const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      if (code === 0 && /PostgreSQL/.test(out)) return runner;
+      return (err || out).trim().split("\n")[0] || `unshare exited with code ${code}`;
+    } catch (e) {
+      return (e as Error).message;
+    }
+  })();
+  return userNamespace;
+}
+
+function namespaceArgs(runner: Extract<Runner, { kind: "userns" }>) {
+  return [runner.unshare, "--user", `--map-user=${runner.uid}`, `--map-group=${runner.gid}`, "--"];
+}
+
+/** The `postgres` system user (created when missing). */
+function postgresUser(): RunAs {
+  const find = () => passwdEntries().find((e) => e.name === "postgres") ?? null;
   let user = find();
   if (!user) {
     try {
@@ -160,19 +218,44 @@ function runAs(): RunAs | null {
         stdio: "pipe",
       });
     } catch (e) {
-      throw new Error(
-        `running as root: PostgreSQL refuses to run as root and the user "postgres" could not be created (${(e as Error).message.trim()}). ` +
-          "Create it, run the server as another user, or set DATABASE_URL.",
-      );
+      throw new Error(`the user "postgres" could not be created (${(e as Error).message.trim()})`);
     }
     user = find();
-    if (!user) throw new Error('running as root: the user "postgres" was created but cannot be found in /etc/passwd');
+    if (!user) throw new Error('the user "postgres" was created but cannot be found in /etc/passwd');
     console.log('Created the system user "postgres" to run the embedded PostgreSQL (it refuses to run as root).');
   }
-  return user;
+  return { uid: user.uid, gid: user.gid };
 }
 
-const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => process.platform === "linux" && existsSync(p));
+const ROOT_REMEDIES =
+  "Run the server as a user other than root, allow user namespaces (a container's seccomp profile or the sysctls " +
+  "kernel.unprivileged_userns_clone / user.max_user_namespaces forbid them), or set DATABASE_URL.";
+
+/**
+ * Who runs PostgreSQL on cluster `dir`. Not root: this user. Root: a cluster that exists runs as its owner (in a
+ * user namespace when that is root); a new one in a user namespace, else as the `postgres` user.
+ */
+async function runnerFor(bin: Binaries, dir: string): Promise<Runner> {
+  if (process.getuid?.() !== 0) return { kind: "self" };
+  const owner = statSync(dir, { throwIfNoEntry: false });
+  if (owner && owner.uid !== 0) return { kind: "user", uid: owner.uid, gid: owner.gid };
+  const namespace = await probeUserNamespace(bin);
+  if (typeof namespace !== "string") return namespace;
+  if (owner) {
+    throw new Error(
+      `running as root: ${dir} belongs to root and PostgreSQL refuses to run as root; a user namespace, in which it ` +
+        `ran there before, cannot be made now (${namespace}). ${ROOT_REMEDIES} Or hand the cluster to the user ` +
+        `"postgres" (chown -R postgres: ${dir}) if that user can reach it.`,
+    );
+  }
+  try {
+    return { kind: "user", ...postgresUser() };
+  } catch (e) {
+    throw new Error(
+      `running as root: PostgreSQL refuses to run as root; a user namespace cannot be made here (${namespace}) and ${(e as Error).message}. ${ROOT_REMEDIES}`,
+    );
+  }
+}
 
 /** Whether this process may hand CAP_DAC_READ_SEARCH (bit 2) down: root's, unless a container bounds it away. */
 function canPassReadSearch() {
@@ -185,26 +268,68 @@ function canPassReadSearch() {
 }
 
 /**
- * The command line that runs `argv` as `as`, dying with `deathSignal` when this process does (Linux). Under
- * root it keeps CAP_DAC_READ_SEARCH, and only it, so that the `postgres` user can reach a DATA_DIR below
+ * The command line that runs `argv` for `runner`, dying with `deathSignal` when this process does (Linux). As the
+ * `postgres` user under root it keeps CAP_DAC_READ_SEARCH, and only it, so that it can reach a DATA_DIR below
  * directories only root may traverse (a mode-700 home or temporary directory); the cluster itself is its own.
  */
-function command(argv: string[], as: RunAs | null, deathSignal: "SIGINT" | "SIGKILL"): { cmd: string[]; ids: Partial<RunAs> } {
+function command(argv: string[], runner: Runner, deathSignal: "SIGINT" | "SIGKILL"): { cmd: string[]; ids: Partial<RunAs> } {
+  const as = runner.kind === "user" ? runner : null;
+  const inner = runner.kind === "userns" ? [...namespaceArgs(runner), ...argv] : argv;
   if (SETPRIV) {
     const ids = as ? [`--reuid=${as.uid}`, `--regid=${as.gid}`, "--init-groups"] : [];
     const caps = as && canPassReadSearch() ? ["--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"] : [];
-    return { cmd: [SETPRIV, ...ids, ...caps, `--pdeathsig=${deathSignal}`, "--", ...argv], ids: {} };
+    return { cmd: [SETPRIV, ...ids, ...caps, `--pdeathsig=${deathSignal}`, "--", ...inner], ids: {} };
   }
-  return { cmd: argv, ids: as ?? {} };
+  return { cmd: inner, ids: as ? { uid: as.uid, gid: as.gid } : {} };
+}
+
+/**
+ * What process `pid` is: running; exiting (killed, its exit under way, or a SIGKILL pending); or dead (gone, a zombie
+ * nobody reaped yet, or the pid reused by a process that started after `startTime`, the `/proc/PID/stat` start time
+ * in clock ticks). kill(pid, 0) alone calls a zombie alive, and under an init that does not reap orphans a dead
+ * server's postmaster stays one for ever. Off Linux: running unless kill(pid, 0) says it is gone.
+ */
+export function processState(pid: number, startTime?: string): "running" | "exiting" | "dead" {
+  if (!Number.isInteger(pid) || pid <= 0) return "dead";
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return "dead";
+  }
+  if (!onLinux) return "running";
+  let fields: string[];
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // after "pid (comm) ": state ppid pgrp … flags(7th) … starttime(20th)
+  } catch {
+    return "dead"; // gone between the two looks
+  }
+  if (/^[ZXx]/.test(fields[0] ?? "")) return "dead";
+  if (startTime && fields[19] !== startTime) return "dead";
+  if (Number(fields[6]) & 0x4) return "exiting"; // PF_EXITING
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    for (const name of ["ShdPnd", "SigPnd"]) {
+      const pending = new RegExp(`^${name}:\\s*([0-9a-f]+)`, "m").exec(status)?.[1];
+      if (pending && (BigInt(`0x${pending}`) & 0x100n) !== 0n) return "exiting"; // SIGKILL (9) pending
+    }
+  } catch {}
+  return "running";
+}
+
+/** A process's start time (`/proc/PID/stat`, clock ticks since boot): with the pid, it names one process for good. */
+export function processStartTime(pid: number): string | undefined {
+  if (!onLinux) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
 }
 
 function isAlive(pid: number) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return processState(pid) !== "dead";
 }
 
 function readPidFile(dir: string): string[] | null {
@@ -230,29 +355,96 @@ export function runningServerConnection(dir: string, database = "postgres"): Con
   return { host, port, username: "postgres", database };
 }
 
-/**
- * A postmaster still running on `dir` was left by a server that died without stopping it (SIGKILL where there is
- * no parent-death signal): the caller holds the DATA_DIR lock, so no live server owns it. Fast-stop it.
- */
-async function stopLeftover(dir: string) {
-  const lines = readPidFile(dir);
-  const pid = Number(lines?.[0]);
-  if (!pid || !isAlive(pid)) return;
-  if (process.platform === "linux") {
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("postgres")) return; // the pid was reused
-    } catch {
-      return;
+/** How long a start waits for what a killed server left on a cluster (its postmaster, backends, lock files). */
+export const TAKEOVER_MS = 15_000;
+
+/** Whether a postmaster.pid shared memory line ("key shmid") names a System V segment that processes still attach. */
+function sharedMemoryAttached(line: string | undefined): boolean {
+  const [key, id] = (line ?? "").trim().split(/\s+/);
+  if (!onLinux || !id) return false; // elsewhere PostgreSQL's own check decides (and the start is retried)
+  try {
+    for (const row of readFileSync("/proc/sysvipc/shm", "utf8").split("\n").slice(1)) {
+      const f = row.trim().split(/\s+/); // key shmid perms size cpid lpid nattch …
+      if (f[1] === id && f[0] === key) return Number(f[6]) > 0;
     }
-  }
-  console.log(`Stopping the embedded PostgreSQL (pid ${pid}) left running by a previous server on ${dir}.`);
-  process.kill(pid, "SIGINT");
-  for (let waited = 0; isAlive(pid); waited += 50) {
-    if (waited === 30_000) process.kill(pid, "SIGQUIT");
-    if (waited >= 35_000) throw new Error(`the PostgreSQL left running on ${dir} (pid ${pid}) does not stop`);
-    await Bun.sleep(50);
+  } catch {}
+  return false;
+}
+
+/** Whether the process `pid` runs a postgres binary (a pid that was reused by another program does not). */
+function isPostgres(pid: number) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("postgres");
+  } catch {
+    return !onLinux; // cannot tell: assume it is
   }
 }
+
+/**
+ * Makes cluster `dir` free for a new postmaster, within `deadline` (ms since the epoch). The caller holds the DATA_DIR
+ * lock, so no live server owns it: a postmaster still running there was left by a server that died (killed alone,
+ * where its parent-death signal already began a fast shutdown, or where there is none); it is asked to stop fast,
+ * then immediately (SIGQUIT: recovery at the next start), then killed. A postmaster killed with its server may still
+ * be exiting, and its backends still attached to its shared memory: waited for. Once all are gone, lock files that
+ * name a dead process PostgreSQL would take for alive (a zombie never reaped) name this process instead, which
+ * PostgreSQL recognises as its parent and so as stale (it then also removes the old shared memory segment itself).
+ */
+async function clearPrevious(dir: string, socketDir: string, deadline: number) {
+  const started = Date.now();
+  let told = false;
+  let signalled: NodeJS.Signals | undefined;
+  for (;;) {
+    const lines = readPidFile(dir);
+    const pid = Number(lines?.[0]);
+    let state = lines && pid ? processState(pid) : "dead";
+    if (state === "running" && !isPostgres(pid)) state = "dead"; // the pid was reused
+    if (state === "running") {
+      const elapsed = Date.now() - started;
+      const signal: NodeJS.Signals = elapsed < 10_000 ? "SIGINT" : elapsed < 13_000 ? "SIGQUIT" : "SIGKILL";
+      if (signal !== signalled) {
+        if (!told) console.log(`Stopping the embedded PostgreSQL (pid ${pid}) left running by a previous server on ${dir}.`);
+        told = true;
+        try {
+          process.kill(pid, signal);
+        } catch {}
+        signalled = signal;
+      }
+    } else if (state === "dead" && !(lines && sharedMemoryAttached(lines[6]))) {
+      if (lines && pid && pid !== process.pid) restamp(join(dir, "postmaster.pid"), lines);
+      const socketLock = join(socketDir, `.s.PGSQL.${PORT}.lock`);
+      const socketLines = (() => {
+        try {
+          return readFileSync(socketLock, "utf8").split("\n");
+        } catch {
+          return null;
+        }
+      })();
+      const socketPid = Number(socketLines?.[0]);
+      if (socketLines && socketPid && socketPid !== process.pid && (socketPid === pid || processState(socketPid) === "dead")) {
+        restamp(socketLock, socketLines);
+      }
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        state === "dead"
+          ? `processes of the PostgreSQL that ran on ${dir} (pid ${pid}) are still attached to its shared memory after ${TAKEOVER_MS / 1000} s: stop them (pgrep -a postgres)`
+          : `the PostgreSQL left running on ${dir} (pid ${pid}) did not exit within ${TAKEOVER_MS / 1000} s`,
+      );
+    }
+    await Bun.sleep(20);
+  }
+}
+
+/** Rewrites a PostgreSQL lock file of a dead process with this process's pid (see clearPrevious). */
+function restamp(file: string, lines: string[]) {
+  try {
+    writeFileSync(file, [String(process.pid), ...lines.slice(1)].join("\n"));
+  } catch {}
+}
+
+/** A start that failed only because what a killed server left was not gone yet: worth another try. */
+const LEFTOVER_FAILURE = /lock file ".*" already exists|pre-existing shared memory block .* is still in use|could not create lock file|Address already in use/;
 
 function logTail(file: string, lines = 15) {
   try {
@@ -262,18 +454,30 @@ function logTail(file: string, lines = 15) {
   }
 }
 
-async function initdb(bin: Binaries, dir: string, as: RunAs | null, durable: boolean) {
+async function initdb(bin: Binaries, dir: string, runner: Runner, durable: boolean) {
   mkdirSync(dir, { mode: 0o700 });
-  if (as) chownSync(dir, as.uid, as.gid);
+  if (runner.kind === "user") chownSync(dir, runner.uid, runner.gid);
   const argv = [bin.initdb, "-D", dir, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"];
   if (!durable) argv.push("--no-sync");
-  const { cmd, ids } = command(argv, as, "SIGKILL");
+  const { cmd, ids } = command(argv, runner, "SIGKILL");
   const proc = spawn(cmd, { ...ids, stdout: "pipe", stderr: "pipe", env: { ...process.env, LC_ALL: "C" } });
   const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   if (code !== 0) {
     let hint = "";
-    if (as && /Permission denied/.test(err))
-      hint = ` (running as root, PostgreSQL runs as the user "postgres", which needs to reach ${dirname(dir)}: move DATA_DIR, or run the server as another user)`;
+    if (/Permission denied/.test(err)) {
+      if (runner.kind === "user") {
+        const namespace = await probeUserNamespace(bin);
+        const why = typeof namespace === "string" ? namespace : "not tried";
+        hint =
+          ` (running as root: PostgreSQL refuses root, so it runs as the user "postgres", which cannot use files below ` +
+          `directories only root may enter, here the binaries or ${dirname(dir)}; a user namespace, which would let it ` +
+          `run there, cannot be made (${why}). ${ROOT_REMEDIES} Or put the checkout and DATA_DIR where "postgres" can reach them.)`;
+      } else if (runner.kind === "userns") {
+        hint =
+          ` (running as root, PostgreSQL runs in a user namespace without root's privileges: it reaches what root owns ` +
+          `or anyone may reach, and ${dirname(dir)} or the binaries are neither. Move DATA_DIR, or set DATABASE_URL.)`;
+      }
+    }
     throw new Error(`initdb failed${hint}: ${(err || out).trim()}`);
   }
 }
@@ -288,7 +492,6 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
   dir = resolve(dir);
   const durable = options.durable ?? true;
   const bin = await findBinaries();
-  const as = runAs();
   mkdirSync(dirname(dir), { recursive: true });
   const logFile = `${dir}.log`;
 
@@ -306,8 +509,8 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
     );
   }
   if (version) {
-    await stopLeftover(dir);
-    const server = await run(bin, dir, logFile, as, durable, options.settings, options.onUnexpectedExit);
+    const runner = await runnerFor(bin, dir);
+    const server = await runAfterLeftovers(bin, dir, logFile, runner, durable, options.settings, options.onUnexpectedExit);
     return { ...server, created: false, startMs: performance.now() - t0 };
   }
   if (existsSync(dir) && readdirSync(dir).length > 0) {
@@ -315,11 +518,12 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
   }
   // a new cluster: made in dir.init, moved into place when ready
   const staging = `${dir}.init`;
-  await stopLeftover(staging);
+  if (existsSync(staging)) await clearPrevious(staging, staging, Date.now() + TAKEOVER_MS);
   rmSync(staging, { recursive: true, force: true });
-  await initdb(bin, staging, as, durable);
+  const runner = await runnerFor(bin, staging);
+  await initdb(bin, staging, runner, durable);
   if (options.prepare) {
-    const temporary = await run(bin, staging, logFile, as, durable, options.settings);
+    const temporary = await run(bin, staging, logFile, runner, durable, options.settings);
     try {
       await options.prepare({ ...temporary, created: true, startMs: performance.now() - t0 });
     } finally {
@@ -328,8 +532,31 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
   }
   rmSync(dir, { recursive: true, force: true }); // an empty directory at most (checked above)
   renameSync(staging, dir);
-  const server = await run(bin, dir, logFile, as, durable, options.settings, options.onUnexpectedExit);
+  const server = await run(bin, dir, logFile, runner, durable, options.settings, options.onUnexpectedExit);
   return { ...server, created: true, startMs: performance.now() - t0 };
+}
+
+/** The socket directory of a cluster: its own directory when the socket's path fits, else null (a temporary one). */
+function ownSocketDir(dir: string) {
+  return `${dir}/.s.PGSQL.${PORT}`.length > SOCKET_PATH_MAX ? null : dir;
+}
+
+/**
+ * run() on an existing cluster once what a previous server left on it is gone (clearPrevious), trying again while
+ * PostgreSQL still finds traces of it, within TAKEOVER_MS.
+ */
+async function runAfterLeftovers(...args: Parameters<typeof run>): ReturnType<typeof run> {
+  const dir = args[1];
+  const deadline = Date.now() + TAKEOVER_MS;
+  for (;;) {
+    await clearPrevious(dir, ownSocketDir(dir) ?? dir, deadline);
+    try {
+      return await run(...args);
+    } catch (e) {
+      if (Date.now() > deadline || !LEFTOVER_FAILURE.test((e as Error).message)) throw e;
+      await Bun.sleep(100);
+    }
+  }
 }
 
 /** Whether `proc` exits within `ms`; the timer is cleared when it does, so it keeps no short-lived process (a CLI) alive. */
@@ -346,22 +573,21 @@ async function run(
   bin: Binaries,
   dir: string,
   logFile: string,
-  as: RunAs | null,
+  runner: Runner,
   durable: boolean,
   extra: Record<string, string> = {},
   onUnexpectedExit?: EmbeddedOptions["onUnexpectedExit"],
 ): Promise<Omit<EmbeddedPostgres, "created" | "startMs">> {
-  let socketDir = dir;
-  let ownSocketDir = false;
-  if (`${dir}/.s.PGSQL.${PORT}`.length > SOCKET_PATH_MAX) {
+  let socketDir = ownSocketDir(dir) ?? "";
+  const temporarySocketDir = !socketDir;
+  if (temporarySocketDir) {
     socketDir = mkdtempSync(join(tmpdir(), "imghost-pg-"));
-    ownSocketDir = true;
-    if (as) chownSync(socketDir, as.uid, as.gid);
+    if (runner.kind === "user") chownSync(socketDir, runner.uid, runner.gid);
   }
   const settings = { ...BASE_SETTINGS, ...(durable ? {} : THROWAWAY_SETTINGS), unix_socket_directories: socketDir, ...extra };
   const argv = [bin.postgres, "-D", dir, "-p", String(PORT), ...Object.entries(settings).flatMap(([k, v]) => ["-c", `${k}=${v}`])];
   const logFd = openSync(logFile, "a", 0o600);
-  const { cmd, ids } = command(argv, as, "SIGINT");
+  const { cmd, ids } = command(argv, runner, "SIGINT");
   let proc: Subprocess;
   try {
     // its own process group: a Ctrl-C in the terminal reaches this process, which drains requests and then stops it
@@ -370,7 +596,7 @@ async function run(
     closeSync(logFd);
   }
   const cleanup = () => {
-    if (ownSocketDir) rmSync(socketDir, { recursive: true, force: true });
+    if (temporarySocketDir) rmSync(socketDir, { recursive: true, force: true });
   };
   // if this process exits without stop() (an uncaught error), the server still gets its fast shutdown
   const onExit = () => {
