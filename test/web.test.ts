@@ -276,23 +276,46 @@ describe("sign-in", () => {
     expect((await signIn()).status).toBe(303);
   });
 
-  test("a signed-in account that is disabled meanwhile is refused on its next page (403), and may still sign out", async () => {
+  test("disabling a signed-in account (or its group) ends its sessions: enabling it again does not revive them", async () => {
+    // the account
     const { user, visitor } = await signedIn();
     expect((await visitor.get("/user/images")).status).toBe(200);
+    const oldCookie = visitor.cookie;
     await ctx.admin("PATCH", `/api/admin/users/${user.id}`, { enabled: false });
+    expect(await ctx.db.select().from(sessions).where(eq(sessions.userId, user.id))).toEqual([]);
+    const before = await ctx.db.select().from(tokens).where(eq(tokens.userId, user.id));
     for (const path of ["/user/dashboard", "/user/images", "/user/upload", "/user/tokens"]) {
       const res = await visitor.get(path);
-      expect(res.status).toBe(403);
-      expect(await text(res)).toContain("Your account is disabled.");
+      expect(res.status).toBe(303);
+      expect(location(res)).toStartWith("/user/login");
     }
     // no form works either: no token made
-    const before = await ctx.db.select().from(tokens).where(eq(tokens.userId, user.id));
-    expect((await visitor.post("/user/tokens", { label: "x" })).status).toBe(403);
-    expect((await visitor.post("/user/upload/token", {}, { headers: { accept: "application/json" } })).status).toBe(403);
+    expect((await visitor.post("/user/tokens", { label: "x" })).status).toBe(303);
     expect(await ctx.db.select().from(tokens).where(eq(tokens.userId, user.id))).toEqual(before);
-    const out = await visitor.post("/user/logout");
-    expect(location(out)).toBe("/user/login?signed_out");
-    expect(await ctx.db.select().from(sessions).where(eq(sessions.userId, user.id))).toEqual([]);
+    await ctx.admin("PATCH", `/api/admin/users/${user.id}`, { enabled: true });
+    visitor.cookie = oldCookie;
+    const revived = await visitor.get("/user/dashboard");
+    expect(revived.status).toBe(303);
+    expect(location(revived)).toStartWith("/user/login");
+
+    // its group: every account of the group is signed out, and stays so when the group is enabled again
+    const group = await ctx.admin("POST", "/api/admin/groups", { name: `g${++seq}` });
+    const member = await userWithPassword({ group_id: group.id });
+    const outsider = await signedIn();
+    const { visitor: memberVisitor } = await signedIn(member);
+    const memberCookie = memberVisitor.cookie;
+    expect((await memberVisitor.get("/user/dashboard")).status).toBe(200);
+    await ctx.admin("PATCH", `/api/admin/groups/${group.id}`, { enabled: false });
+    await ctx.admin("PATCH", `/api/admin/groups/${group.id}`, { enabled: true });
+    memberVisitor.cookie = memberCookie;
+    expect((await memberVisitor.get("/user/dashboard")).status).toBe(303);
+    expect(await ctx.db.select().from(sessions).where(eq(sessions.userId, member.id))).toEqual([]);
+    expect((await outsider.visitor.get("/user/dashboard")).status).toBe(200); // another group's account is untouched
+    // losing API access is refused as disabling is
+    const { visitor: again } = await signedIn(member);
+    await ctx.admin("PATCH", `/api/admin/groups/${group.id}`, { allow_api: false });
+    await ctx.admin("PATCH", `/api/admin/groups/${group.id}`, { allow_api: true });
+    expect((await again.get("/user/dashboard")).status).toBe(303);
   });
 });
 
@@ -322,17 +345,33 @@ describe("throttling failed sign-ins", () => {
     }
   });
 
-  test("per account: failures from many addresses refuse the account (429) whatever the address; other accounts sign in", async () => {
+  test("per login: failures from many addresses refuse that login (429) whatever the address; other accounts sign in", async () => {
     const user = await userWithPassword();
     const other = await userWithPassword();
     for (let i = 0; i < 10; i++) expect((await new Visitor().post("/user/login", { login: user.username, password: `guess ${i}` })).status).toBe(401);
-    // by email too: the account is the key, not what was typed
-    const refused = await new Visitor().post("/user/login", { login: user.email, password: PASSWORD });
+    // the same login in another case is the same key
+    const refused = await new Visitor().post("/user/login", { login: user.username.toUpperCase(), password: PASSWORD });
     expect(refused.status).toBe(429);
-    expect(await refused.clone().text()).toContain("Too many failed sign-ins on this account");
+    expect(await refused.clone().text()).toContain("Too many failed sign-ins with this username or email");
     const retry = Number(refused.headers.get("retry-after"));
     expect(retry > 0 && retry <= 30).toBe(true); // one failure earned back every 30 s
     expect((await new Visitor().post("/user/login", { login: other.username, password: PASSWORD })).status).toBe(303);
+  });
+
+  test("a throttled username does not reveal its email: the email answers as an unknown email does (issue 15, item 11)", async () => {
+    const user = await userWithPassword();
+    for (let i = 0; i < 10; i++) expect((await new Visitor().post("/user/login", { login: user.username, password: `guess ${i}` })).status).toBe(401);
+    expect((await new Visitor().post("/user/login", { login: user.username, password: "guess 10" })).status).toBe(429);
+    // the account's email and a stranger's email get the same answer to a wrong password: 401, not 429
+    const byEmail = await new Visitor().post("/user/login", { login: user.email, password: "wrong" });
+    const stranger = await new Visitor().post("/user/login", { login: `nobody${seq}@example.com`, password: "wrong" });
+    expect([byEmail.status, stranger.status]).toEqual([401, 401]);
+    expect((await byEmail.text()).replace(user.email, "X")).toBe((await stranger.text()).replace(`nobody${seq}@example.com`, "X"));
+    // and an unknown login is throttled exactly as a known one: 10 failures, then 429
+    const unknown = `ghost${seq}@example.com`;
+    for (let i = 0; i < 10; i++) expect((await new Visitor().post("/user/login", { login: unknown, password: `guess ${i}` })).status).toBe(401);
+    const ghostRefused = await new Visitor().post("/user/login", { login: unknown, password: "guess" });
+    expect(ghostRefused.status).toBe(429);
   });
 
   test("successful sign-ins are never throttled", async () => {
@@ -576,8 +615,8 @@ describe("images page", () => {
     expectStatus(await ctx.json(`/api/v1/images?per_page=1`, { headers: ctx.bearer(user.token) }), 200);
     const done = await visitor.post(`/user/images/${image.key}/delete`, { confirmed: "1", page: "1", per_page: "30" });
     expect(done.status).toBe(303);
-    expect(location(done)).toBe("/user/images?page=1&deleted=doomed.png");
-    expect(await text(await visitor.get(location(done)!))).toContain("Deleted doomed.png.");
+    expect(location(done)).toBe("/user/images?page=1&deleted=1");
+    expect(await text(await visitor.get(location(done)!))).toContain("Image deleted.");
     const after = expectStatus(await profileWith(user.token), 200).data;
     expect([after.image_num, after.size]).toEqual([0, 0]);
     expect((await ctx.request(image.url.replace(BASE_URL, ""))).status).toBe(404);

@@ -22,6 +22,20 @@ export const hashPassword = (password: string) => bounded(() => Bun.password.has
 
 let dummy: Promise<string> | undefined;
 
+/** Password verifications begun by this process (each costs one argon2id): what the throttles in front of them bound. */
+export const passwordVerifications = { count: 0 };
+
+/** One verification in the queue; a hash Bun.password does not know is a mismatch, a full queue is its 429. */
+const verified = (password: string, hash: string) =>
+  bounded(async () => {
+    passwordVerifications.count++;
+    try {
+      return await Bun.password.verify(password, hash);
+    } catch {
+      return false; // not a hash Bun.password knows
+    }
+  });
+
 /**
  * Whether `password` matches `hash`. An account without a password (or no account: `hash` null) is verified against
  * a dummy hash all the same, so that the answer takes as long whether the account exists or not.
@@ -29,13 +43,8 @@ let dummy: Promise<string> | undefined;
 export async function verifyPassword(password: string, hash: string | null): Promise<boolean> {
   if (hash === null) {
     dummy ??= Bun.password.hash("not the password of anyone", ARGON2);
-    const against = await dummy;
-    await bounded(() => Bun.password.verify(password, against));
+    await verified(password, await dummy);
     return false;
   }
-  try {
-    return await bounded(() => Bun.password.verify(password, hash));
-  } catch {
-    return false; // not a hash Bun.password knows
-  }
+  return verified(password, hash);
 }

@@ -3,11 +3,16 @@ import type { Executor } from "../db/client.ts";
 import {
   deleteExpiredSessions,
   deleteSession,
+  deleteSessionsOfUser,
   findLiveSession,
   insertSession,
+  lockSessionsOfUser,
   type Session,
   touchSession,
+  trimSessionsOfUser,
 } from "../db/repositories/sessions.ts";
+import { revokeTokensOfUser } from "../db/repositories/tokens.ts";
+import { updateUser } from "../db/repositories/users.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
 /** A session ends after a week without use, and a month after sign-in whatever its use. */
@@ -19,23 +24,38 @@ const TOUCH_EVERY_MS = 60_000;
 const absoluteEnd = (session: Pick<Session, "createdAt">) => session.createdAt.getTime() + SESSION_MAX_MS;
 const idleEnd = (session: Pick<Session, "createdAt">, now: Date) => new Date(Math.min(now.getTime() + SESSION_IDLE_MS, absoluteEnd(session)));
 
+/** Sessions one account keeps: a sign-in beyond ends its oldest (by sign-in), with the upload tokens it obtained. */
+export const SESSIONS_PER_ACCOUNT = 20;
+
 /**
- * Starts a session for the account: a random secret of 256 bits for the cookie, only its SHA-256 stored. Sessions
- * that expired (anyone's) are forgotten on the way, with the upload tokens they obtained.
+ * Starts a session for the account: a random secret of 256 bits for the cookie, only its SHA-256 stored. Under the
+ * account's lock, in one transaction: its expired sessions are forgotten, the new one is inserted, and those beyond
+ * its SESSIONS_PER_ACCOUNT newest end (with the upload tokens they obtained), so concurrent sign-ins cannot overshoot.
  */
 export async function startSession(db: Executor, userId: number, ip: string, now: Date) {
-  await deleteExpiredSessions(db, now);
   const secret = randomToken(32);
-  const session = await insertSession(db, {
-    secretHash: sha256Hex(secret),
-    userId,
-    ip,
-    createdAt: now,
-    lastSeenAt: now,
-    expiresAt: idleEnd({ createdAt: now }, now),
+  const session = await db.transaction(async (tx) => {
+    await lockSessionsOfUser(tx, userId);
+    await deleteExpiredSessions(tx, now, userId);
+    const inserted = await insertSession(tx, {
+      secretHash: sha256Hex(secret),
+      userId,
+      ip,
+      createdAt: now,
+      lastSeenAt: now,
+      expiresAt: idleEnd({ createdAt: now }, now),
+    });
+    await trimSessionsOfUser(tx, userId, SESSIONS_PER_ACCOUNT);
+    return inserted;
   });
   return { secret, session };
 }
+
+/** Forgets everyone's expired sessions (the sweeper, every round). */
+export const pruneSessions = (db: Executor, now: Date) => deleteExpiredSessions(db, now);
+
+/** Ends every session of the account, but `exceptId` when given (a password change keeps the session that made it). */
+export const endSessionsOfUser = (db: Executor, userId: number, exceptId?: number) => deleteSessionsOfUser(db, userId, exceptId);
 
 /**
  * The live session of this secret with its account and group, read from the database (so a sign-out or a change
@@ -68,4 +88,22 @@ export function isFormTokenOf(secret: string, given: string | undefined | null):
   const expected = Buffer.from(formTokenFor(secret));
   const actual = Buffer.from(given);
   return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/**
+ * The account's own password change from a signed-in session (the current password already verified): the new
+ * hash is stored, every other session of the account ends, and with `revokeTokens` every API token of the account
+ * (permanent and temporary, and those a stolen session may have minted) is revoked, but the upload tokens of the
+ * session that made the change. One transaction. Returns how many tokens were revoked.
+ */
+export async function changeOwnPassword(
+  db: Executor,
+  change: { userId: number; sessionId: number; passwordHash: string; revokeTokens: boolean; now: Date },
+): Promise<{ tokensRevoked: number }> {
+  return db.transaction(async (tx) => {
+    await updateUser(tx, change.userId, { passwordHash: change.passwordHash });
+    await deleteSessionsOfUser(tx, change.userId, change.sessionId);
+    const tokensRevoked = change.revokeTokens ? await revokeTokensOfUser(tx, change.userId, change.now, change.sessionId) : 0;
+    return { tokensRevoked };
+  });
 }

@@ -1,9 +1,10 @@
 import type { Deps } from "../deps.ts";
 import { lockNextExpiredImage } from "../db/repositories/images.ts";
-import { deleteExpiredTemporaryTokens } from "../db/repositories/tokens.ts";
 import { removeImage } from "./delete.ts";
 import { finishRemovals } from "./removals.ts";
 import { pruneLimits } from "./limits.ts";
+import { pruneSessions } from "./sessions.ts";
+import { pruneDeadTokens } from "./tokens.ts";
 import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
 import { metricsFor } from "../observability/metrics.ts";
 
@@ -46,7 +47,8 @@ export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
     logFor(deps).info({ removed }, `removed ${removed} expired images`);
   }
   await pruneLimits(deps.db, now);
-  await deleteExpiredTemporaryTokens(deps.db, new Date(now.getTime() - 86_400_000));
+  await pruneDeadTokens(deps.db, now);
+  await pruneSessions(deps.db, now);
   return removed;
 }
 

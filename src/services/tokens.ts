@@ -1,30 +1,95 @@
-import { insertTokens, lockUnrevokedToken, recordTokenUse } from "../db/repositories/tokens.ts";
+import {
+  countIssuedTokens,
+  deleteDeadTokens,
+  insertTokens,
+  lockTokenIssuing,
+  lockUnrevokedToken,
+  nthRecentTemporaryIssue,
+  recordTokenUse,
+  trimSessionTokens,
+} from "../db/repositories/tokens.ts";
 import type { Executor } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
-import { unauthorized } from "../errors.ts";
+import { AppError, badRequest, unauthorized } from "../errors.ts";
 import type { UserCaller } from "./caller.ts";
 import { perDeps } from "./per-deps.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
+/**
+ * The bounds of one account's tokens, each enforced by counting under the account's issuing lock inside the
+ * inserting transaction (so concurrent requests and instances cannot overshoot them).
+ */
+export const TOKEN_LIMITS = {
+  /** Live temporary tokens (unexpired, unrevoked) an account may hold, the upload page's own aside: beyond, 400. */
+  liveTemporary: 1000,
+  /** Temporary tokens an account may issue in any 60 seconds (revoked or expired ones included): beyond, 429 with Retry-After. */
+  temporaryPerMinute: 600,
+  /** Unrevoked permanent tokens an account may hold: beyond, 400. */
+  livePermanent: 100,
+  /** Upload tokens one signed-in session of the user center keeps: a new one removes the oldest beyond. */
+  perSession: 10,
+  /** Tokens that can never work again (expired, revoked) are forgotten this long after (the sweeper). */
+  keepDeadMs: 3_600_000,
+} as const;
+
+const WINDOW_MS = 60_000;
+
 /** A permanent token is displayed once as `id|raw`; only the hash of `raw` is stored. `label` is the owner's name for it. */
 export async function issuePermanentToken(db: Executor, userId: number, now: Date, label: string | null = null) {
   const raw = randomToken(30);
-  const [row] = await insertTokens(db, [{ userId, kind: "permanent", secretHash: sha256Hex(raw), label, createdAt: now }]);
-  return { id: row!.id, token: `${row!.id}|${raw}` };
+  const row = await db.transaction(async (tx) => {
+    await lockTokenIssuing(tx, userId);
+    const { livePermanent } = await countIssuedTokens(tx, userId, now, now);
+    if (livePermanent >= TOKEN_LIMITS.livePermanent) {
+      throw badRequest(`This account already holds ${TOKEN_LIMITS.livePermanent} permanent tokens, the most it may: revoke one first.`);
+    }
+    const [inserted] = await insertTokens(tx, [{ userId, kind: "permanent", secretHash: sha256Hex(raw), label, createdAt: now }]);
+    return inserted!;
+  });
+  return { id: row.id, token: `${row.id}|${raw}` };
 }
 
 /** Whole seconds, so that the displayed expiry is exactly when the token stops working. */
 const expiryAfter = (now: Date, seconds: number) => new Date(Math.floor(now.getTime() / 1000) * 1000 + seconds * 1000);
 
 /**
+ * Refuses a batch of `num` temporary tokens that would take the account beyond its live tokens (400) or its issuing
+ * rate (429, with the seconds until enough of the window's tokens have left it). Call under lockTokenIssuing.
+ */
+async function checkTemporaryBounds(tx: Executor, userId: number, num: number, now: Date) {
+  const since = new Date(now.getTime() - WINDOW_MS);
+  const { liveTemporary, recentTemporary } = await countIssuedTokens(tx, userId, now, since);
+  if (liveTemporary + num > TOKEN_LIMITS.liveTemporary) {
+    throw badRequest(
+      `An account may hold at most ${TOKEN_LIMITS.liveTemporary} live temporary tokens and this one holds ${liveTemporary}: ` +
+        "revoke some or wait until they expire.",
+    );
+  }
+  const over = recentTemporary + num - TOKEN_LIMITS.temporaryPerMinute;
+  if (over > 0) {
+    const at = await nthRecentTemporaryIssue(tx, userId, since, over);
+    const seconds = Math.max(1, Math.ceil(((at?.getTime() ?? now.getTime()) + WINDOW_MS - now.getTime()) / 1000));
+    throw new AppError(
+      "too_many_requests",
+      `An account may issue at most ${TOKEN_LIMITS.temporaryPerMinute} temporary tokens a minute: retry in ${seconds} s.`,
+      undefined,
+      { "retry-after": String(seconds) },
+    );
+  }
+}
+
+/**
  * Issues `num` temporary upload tokens valid for `seconds`, recorded as issued by the caller's permanent token
- * so that revoking it revokes them. A revocation that commits after authentication refuses the issue (401).
+ * so that revoking it revokes them. A revocation that commits after authentication refuses the issue (401); the
+ * account's bounds (TOKEN_LIMITS) refuse it with 400 or 429.
  */
 export async function issueTemporaryTokens(db: Executor, caller: UserCaller, num: number, seconds: number, now: Date) {
   const expiredAt = expiryAfter(now, seconds);
   const raws = Array.from({ length: num }, () => randomToken(30));
   await db.transaction(async (tx) => {
     if (!(await lockUnrevokedToken(tx, caller.tokenId))) throw unauthorized("Invalid token.");
+    await lockTokenIssuing(tx, caller.user.id);
+    await checkTemporaryBounds(tx, caller.user.id, num, now);
     await insertTokens(
       tx,
       raws.map((raw) => ({
@@ -47,9 +112,10 @@ const isForeignKeyViolation = (e: unknown) => {
 
 /**
  * Temporary upload tokens for a signed-in account of the user center (no permanent token issues them). With
- * `sessionId` they belong to that session: signing out or its expiry removes them, and a session that ended
- * meanwhile refuses the issue (401: the foreign key finds no session). Without it they live until they expire
- * or the owner revokes them.
+ * `sessionId` they belong to that session: signing out or its expiry removes them, a session that ended
+ * meanwhile refuses the issue (401: the foreign key finds no session), and the session keeps only its
+ * TOKEN_LIMITS.perSession newest. Without it they live until they expire or the owner revokes them, within the
+ * account's bounds (400, 429) as through the API.
  */
 export async function issueAccountTemporaryTokens(
   db: Executor,
@@ -62,16 +128,24 @@ export async function issueAccountTemporaryTokens(
   const expiredAt = expiryAfter(now, seconds);
   const raws = Array.from({ length: num }, () => randomToken(30));
   try {
-    await insertTokens(
-      db,
-      raws.map((raw) => ({ userId, kind: "temporary" as const, secretHash: sha256Hex(raw), expiredAt, sessionId, createdAt: now })),
-    );
+    await db.transaction(async (tx) => {
+      await lockTokenIssuing(tx, userId);
+      if (sessionId === null) await checkTemporaryBounds(tx, userId, num, now);
+      await insertTokens(
+        tx,
+        raws.map((raw) => ({ userId, kind: "temporary" as const, secretHash: sha256Hex(raw), expiredAt, sessionId, createdAt: now })),
+      );
+      if (sessionId !== null) await trimSessionTokens(tx, sessionId, TOKEN_LIMITS.perSession);
+    });
   } catch (e) {
     if (sessionId !== null && isForeignKeyViolation(e)) throw unauthorized("Your session has ended: sign in again.");
     throw e;
   }
   return raws.map((token) => ({ token, expiredAt }));
 }
+
+/** Forgets the tokens that expired or were revoked more than TOKEN_LIMITS.keepDeadMs ago (the sweeper, every round). */
+export const pruneDeadTokens = (db: Executor, now: Date) => deleteDeadTokens(db, new Date(now.getTime() - TOKEN_LIMITS.keepDeadMs));
 
 /** How often a token's last use is written: at most once a minute per token and instance. */
 export const TOKEN_USE_INTERVAL_MS = 60_000;

@@ -7,6 +7,8 @@ const titles: Record<number, string> = {
   401: "Sign in first",
   403: "Not allowed",
   404: "Not found",
+  408: "Too slow",
+  415: "That did not work",
   422: "Check the form",
   429: "Slow down",
   500: "Server error",

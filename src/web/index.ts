@@ -5,14 +5,17 @@
  *   /user/login, /user/logout, /user/register   sign-in, sign-out, sign-up (when enabled)
  *   /user/dashboard                              the profile's `url`
  *   /user/images, /user/upload, /user/tokens     images, upload, API tokens
+ *   /user/account                                change the password (and revoke the API tokens)
+ *
+ * Every form post is read by form.ts (64 KB, 30 s, urlencoded or multipart, no control characters).
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import { AppError, badRequest } from "../errors.ts";
+import { AppError } from "../errors.ts";
 import { failure } from "../http/envelope.ts";
 import { logFor } from "../observability/log.ts";
 import type { AppEnv } from "../http/types.ts";
+import * as account from "./account.tsx";
 import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
 import * as images from "./images.tsx";
@@ -35,9 +38,6 @@ const CONTENT_SECURITY_POLICY = [
   "base-uri 'none'",
 ].join("; ");
 
-/** Forms carry a few fields; nothing of the user center takes a file (uploads go to the API). */
-const FORM_LIMIT = 64 * 1024;
-
 /** The page's scripts ask for JSON (the upload token); everything else is a page. */
 const wantsJson = (accept: string | undefined) => !!accept && accept.includes("application/json") && !accept.includes("text/html");
 
@@ -52,16 +52,6 @@ export function createWebApp() {
     c.header("Referrer-Policy", "same-origin");
     if (!c.res.headers.has("cache-control")) c.header("Cache-Control", "private, no-cache");
   });
-  web.use(
-    "*",
-    bodyLimit({
-      maxSize: FORM_LIMIT,
-      onError: () => {
-        throw badRequest("The form is larger than 64 KB.");
-      },
-    }),
-  );
-
   for (const file of Object.values(assets)) {
     const type = file.name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
     web.get(`/assets/${file.name}`, (c) => c.body(file.body, 200, { "content-type": type, "cache-control": "public, max-age=86400" }));
@@ -74,6 +64,7 @@ export function createWebApp() {
   images.register(web);
   upload.register(web);
   tokens.register(web);
+  account.register(web);
 
   web.all("*", () => {
     throw new AppError("not_found", "There is no such page.");

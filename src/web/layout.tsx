@@ -16,13 +16,14 @@ export const assets = {
   upload: asset("upload.js"),
 };
 
-export type Section = "dashboard" | "images" | "upload" | "tokens";
+export type Section = "dashboard" | "images" | "upload" | "tokens" | "account";
 
 const sections: { id: Section; label: string; href: string }[] = [
   { id: "dashboard", label: "Dashboard", href: `${BASE}/dashboard` },
   { id: "images", label: "Images", href: `${BASE}/images` },
   { id: "upload", label: "Upload", href: `${BASE}/upload` },
   { id: "tokens", label: "API tokens", href: `${BASE}/tokens` },
+  { id: "account", label: "Account", href: `${BASE}/account` },
 ];
 
 interface LayoutProps {

@@ -2,11 +2,12 @@
 import type { Context, Hono } from "hono";
 import { findUserForSignIn } from "../db/repositories/sessions.ts";
 import { AppError } from "../errors.ts";
-import { accountGate, clientIp, currentSettings, siteGate } from "../http/auth.ts";
-import { FailedAuthThrottle, type ThrottleLimits } from "../http/throttle.ts";
+import { accountGate, addressBucket, clientIp, currentSettings, siteGate } from "../http/auth.ts";
+import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../http/throttle.ts";
 import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { endSession, isFormTokenOf, resolveSession, startSession } from "../services/sessions.ts";
+import { formField, readForm } from "./form.ts";
 import { Field, Layout, Notice } from "./layout.tsx";
 import {
   BASE,
@@ -22,10 +23,19 @@ import {
 } from "./session.ts";
 
 /**
- * Failed sign-ins per account, whatever the address: 10 at once, then one every 30 seconds. With the per-address
+ * Failed sign-ins per login, whatever the address: 10 at once, then one every 30 seconds. With the per-address
  * throttle of the API (30 at once, then one every 2 s), guessing a password stays slow from one address and from many.
  */
 export const ACCOUNT_SIGN_IN_FAILURES: ThrottleLimits = { burst: 10, perMinute: 2 };
+
+/**
+ * The key of the per-account throttle: the login as typed, trimmed and lower-cased (sign-in ignores the case of
+ * both), for a known account and an unknown one alike. Throttling by the account found would answer 429 for the
+ * other spelling of a throttled account (its email after its username) and 401 for strangers, telling which
+ * username owns which email; keyed by what was typed, a known and an unknown login answer the same way. An account
+ * can be guessed at through its two spellings: 20 failures at once, then 2 every 30 seconds.
+ */
+export const accountKey = (login: string) => `login:${login.trim().toLowerCase()}`;
 
 const MAX_LOGIN = 254;
 const MAX_PASSWORD = 200;
@@ -68,8 +78,6 @@ function LoginPage({ login = "", next, error, info, registration }: LoginForm) {
   );
 }
 
-const field = (body: Record<string, unknown>, name: string) => (typeof body[name] === "string" ? (body[name] as string) : "");
-
 export function register(web: Hono<WebEnv>) {
   const accountThrottle = new FailedAuthThrottle(ACCOUNT_SIGN_IN_FAILURES);
 
@@ -90,38 +98,47 @@ export function register(web: Hono<WebEnv>) {
 
   web.post("/login", requireThisSite, async (c) => {
     const deps = c.get("deps");
-    const body = await c.req.parseBody();
-    const login = field(body, "login").trim().slice(0, MAX_LOGIN);
-    const password = field(body, "password").slice(0, MAX_PASSWORD);
-    const next = safeNext(field(body, "next") || undefined);
+    const body = await readForm(c);
+    const login = formField(body, "login").trim().slice(0, MAX_LOGIN);
+    const password = formField(body, "password").slice(0, MAX_PASSWORD);
+    const next = safeNext(formField(body, "next") || undefined);
     if (!login || !password) return page(c, { login, next, error: "Enter your username or email and your password." }, 422);
 
-    // refused before the password is looked at: the address (shared with the API's failed tokens), then the account
-    const address = clientIp(c);
-    const addressThrottle = c.get("authThrottle");
+    // a failure is reserved before the password is looked at, against the address (shared with the API's failed
+    // tokens), then the login as typed; a right password gives both back
     const refused = (e: unknown, whose: string) => {
       if (!(e instanceof AppError && e.status === 429)) throw e;
       const seconds = e.headers?.["retry-after"] ?? "60";
       c.header("Retry-After", seconds);
       return page(c, { login, next, error: `Too many failed sign-ins ${whose}: retry in ${seconds} s.` }, 429);
     };
+    let fromAddress: Reservation;
+    let onLogin: Reservation;
     try {
-      addressThrottle.check(address);
+      fromAddress = c.get("authThrottle").reserve(addressBucket(clientIp(c)));
     } catch (e) {
       return refused(e, "from your address");
     }
-    const found = await findUserForSignIn(deps.db, login);
-    const accountKey = found ? `user:${found.user.id}` : `login:${login.toLowerCase()}`;
     try {
-      accountThrottle.check(accountKey);
+      onLogin = accountThrottle.reserve(accountKey(login));
     } catch (e) {
-      return refused(e, "on this account");
+      fromAddress.refund();
+      return refused(e, "with this username or email");
     }
-    if (!(await verifyPassword(password, found?.user.passwordHash ?? null)) || !found) {
-      addressThrottle.recordFailure(address);
-      accountThrottle.recordFailure(accountKey);
-      return page(c, { login, next, error: "Wrong username, email or password." }, 401);
+    let found: Awaited<ReturnType<typeof findUserForSignIn>>;
+    let right: boolean;
+    try {
+      found = await findUserForSignIn(deps.db, login);
+      right = (await verifyPassword(password, found?.user.passwordHash ?? null)) && found !== null;
+    } catch (e) {
+      // not a failed guess (the database or the hashing queue refused): nothing is charged
+      fromAddress.refund();
+      onLogin.refund();
+      throw e;
     }
+    if (!right || !found) return page(c, { login, next, error: "Wrong username, email or password." }, 401);
+    fromAddress.refund();
+    onLogin.refund();
     // the password is right: the account must pass the API's gates to sign in
     try {
       siteGate(await currentSettings(deps));
@@ -130,7 +147,7 @@ export function register(web: Hono<WebEnv>) {
       if (e instanceof AppError && e.status === 403) return page(c, { login, next, error: e.message }, 403);
       throw e;
     }
-    const { secret } = await startSession(deps.db, found.user.id, address, deps.clock());
+    const { secret } = await startSession(deps.db, found.user.id, clientIp(c), deps.clock());
     setSessionCookie(c, secret);
     return c.redirect(next, 303);
   });
@@ -142,8 +159,7 @@ export function register(web: Hono<WebEnv>) {
     if (secret) {
       const found = await resolveSession(deps.db, secret, deps.clock());
       if (found) {
-        const body = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-        if (!fromThisSite(c) || !isFormTokenOf(secret, field(body, FORM_TOKEN_FIELD))) throw crossSite();
+        if (!fromThisSite(c) || !isFormTokenOf(secret, formField(await readForm(c), FORM_TOKEN_FIELD))) throw crossSite();
         await endSession(deps.db, found.session.id);
         // the page's upload tokens went with the session: this instance refuses them at once, the others within 1 s
         lookupCacheFor(deps).forget("token:");

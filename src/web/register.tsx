@@ -5,14 +5,15 @@ import { getDefaultGroup } from "../db/repositories/groups.ts";
 import { isUsernameOrEmailTaken } from "../db/repositories/sessions.ts";
 import { createUser } from "../db/repositories/users.ts";
 import { AppError, notFound } from "../errors.ts";
-import { accountGate, clientIp, currentSettings, siteGate } from "../http/auth.ts";
-import { FailedAuthThrottle } from "../http/throttle.ts";
+import { accountGate, addressBucket, clientIp, currentSettings, siteGate } from "../http/auth.ts";
+import { FailedAuthThrottle, type Reservation } from "../http/throttle.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
 import { startSession } from "../services/sessions.ts";
+import { formField, readForm } from "./form.ts";
 import { Field, FieldError, Layout, Notice } from "./layout.tsx";
 import { BASE, requireThisSite, setSessionCookie, type WebEnv } from "./session.ts";
 
-/** Accounts one address may create: 5 at once, then one every 12 minutes. */
+/** Accounts one address (an IPv6 /64 counting as one) may create: 5 at once, then one every 12 minutes. */
 const REGISTRATIONS_PER_ADDRESS = { burst: 5, perMinute: 1 / 12 };
 
 export const USERNAME = /^[A-Za-z0-9_.-]{2,64}$/;
@@ -94,8 +95,8 @@ export function register(web: Hono<WebEnv>) {
   web.post("/register", requireThisSite, async (c) => {
     await open(c);
     const deps = c.get("deps");
-    const body = await c.req.parseBody();
-    const text = (name: string) => (typeof body[name] === "string" ? (body[name] as string) : "");
+    const body = await readForm(c);
+    const text = (name: string) => formField(body, name);
     const username = text("username").trim();
     const email = text("email").trim().toLowerCase();
     const parsed = SignUp.safeParse({ username, email, password: text("password") });
@@ -108,22 +109,27 @@ export function register(web: Hono<WebEnv>) {
       return c.html(<RegisterPage username={username} email={email} errors={errors} />, 422);
     }
     const address = clientIp(c);
+    // one account is reserved against the address before anything is looked at, and given back if none is made:
+    // concurrent sign-ups from one address cannot make more than the bound
+    let reservation: Reservation;
     try {
-      registrations.check(address);
+      reservation = registrations.reserve(addressBucket(address));
     } catch (e) {
       if (!(e instanceof AppError)) throw e;
       c.header("Retry-After", e.headers?.["retry-after"] ?? "600");
       const form = "Too many accounts were created from your address: try again later.";
       return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 429);
     }
-    if (await isUsernameOrEmailTaken(deps.db, username, email)) {
-      const form = "This username or email is already taken.";
-      return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
-    }
-    const group = await getDefaultGroup(deps.db);
-    if (!group) throw new AppError("internal", "This site has no default group for new accounts: tell its administrator.");
     let user;
+    let group;
     try {
+      if (await isUsernameOrEmailTaken(deps.db, username, email)) {
+        reservation.refund();
+        const form = "This username or email is already taken.";
+        return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
+      }
+      group = await getDefaultGroup(deps.db);
+      if (!group) throw new AppError("internal", "This site has no default group for new accounts: tell its administrator.");
       user = await createUser(deps.db, {
         username,
         email,
@@ -133,11 +139,11 @@ export function register(web: Hono<WebEnv>) {
         registeredIp: address,
       });
     } catch (e) {
+      reservation.refund(); // no account was made
       if (!isUniqueViolation(e)) throw e;
       const form = "This username or email is already taken.";
       return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
     }
-    registrations.recordFailure(address); // counts the accounts made, not failures
     accountGate(user, group); // a disabled default group: the account exists, and the error page says why it cannot sign in
     const { secret } = await startSession(deps.db, user.id, address, deps.clock());
     setSessionCookie(c, secret);

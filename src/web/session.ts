@@ -11,6 +11,7 @@ import { AppError, forbidden } from "../errors.ts";
 import { accountGate, currentSettings, siteGate } from "../http/auth.ts";
 import type { RequestEnv } from "../http/types.ts";
 import { formTokenFor, isFormTokenOf, resolveSession, SESSION_MAX_MS } from "../services/sessions.ts";
+import { readForm } from "./form.ts";
 
 /** Every page of the user center lives under this path, and so does its cookie: the API and the images never see it. */
 export const BASE = "/user";
@@ -77,14 +78,7 @@ const isSafe = (method: string) => method === "GET" || method === "HEAD";
 async function formTokenSent<E extends WebEnv>(c: Context<E>): Promise<string | undefined> {
   const header = c.req.header(FORM_TOKEN_HEADER);
   if (header !== undefined) return header;
-  const type = c.req.header("content-type") ?? "";
-  if (!type.startsWith("application/x-www-form-urlencoded") && !type.startsWith("multipart/form-data")) return undefined;
-  try {
-    const value = (await c.req.parseBody())[FORM_TOKEN_FIELD]; // kept by Hono for the handler
-    return typeof value === "string" ? value : undefined;
-  } catch {
-    return undefined;
-  }
+  return (await readForm(c))[FORM_TOKEN_FIELD]; // read once, kept for the handler
 }
 
 /**

@@ -5,12 +5,13 @@
 import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
 import { listActiveTokensForOwner, revokeTokenForOwner } from "../db/repositories/tokens.ts";
-import { notFound } from "../errors.ts";
+import { AppError, notFound } from "../errors.ts";
 import { formatDateTime } from "../http/time.ts";
 import { fieldErrors } from "../http/validation.ts";
 import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
 import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken } from "../services/tokens.ts";
+import { formField, readForm } from "./form.ts";
 import { CopyButton, Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
@@ -21,7 +22,17 @@ const Label = z
   .max(MAX_LABEL, `Use at most ${MAX_LABEL} characters.`)
   .refine((s) => !/\p{Cc}/u.test(s), "Use no control characters.");
 
-type Listed = Awaited<ReturnType<typeof listActiveTokensForOwner>>[number];
+type Listed = Awaited<ReturnType<typeof listActiveTokensForOwner>>["rows"][number];
+
+/** Tokens listed per page of the API Tokens page. */
+export const TOKENS_PER_PAGE = 50;
+
+interface Listing {
+  tokens: Listed[];
+  page: number;
+  lastPage: number;
+  total: number;
+}
 
 interface Shown {
   /** A permanent token just created: its full value, this once. */
@@ -29,6 +40,8 @@ interface Shown {
   /** Temporary tokens just issued, this once. */
   temporary?: { token: string; expired_at: string }[];
   notice?: string;
+  /** A refusal of the whole form (a bound reached). */
+  refusal?: string;
   errors?: Partial<Record<"label" | "num" | "seconds", string>>;
   values?: { label?: string; num?: string; seconds?: string };
 }
@@ -57,13 +70,15 @@ function TokenRow({ t, signedIn }: { t: Listed; signedIn: SignedIn }) {
   );
 }
 
-function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: Listed[]; shown: Shown }) {
-  const { created, temporary, notice, errors = {}, values = {} } = shown;
+function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; listing: Listing; shown: Shown }) {
+  const { created, temporary, notice, refusal, errors = {}, values = {} } = shown;
+  const { tokens, page, lastPage, total } = listing;
   const described = (name: keyof typeof errors, hint?: string) =>
     errors[name] ? { "aria-invalid": "true", "aria-describedby": `${name}-error` } : hint ? { "aria-describedby": hint } : {};
   return (
     <Layout title="API tokens" signedIn={signedIn} active="tokens">
       {notice && <Notice kind="success">{notice}</Notice>}
+      {refusal && <Notice kind="error">{refusal}</Notice>}
       {created && (
         <section class="card secret" aria-labelledby="created-title">
           <h2 id="created-title">Your new token{created.label ? `: ${created.label}` : ""}</h2>
@@ -112,7 +127,7 @@ function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: L
       <section class="card" aria-labelledby="list-title">
         <h2 id="list-title">Your tokens</h2>
         {tokens.length === 0 ? (
-          <p class="muted">No tokens yet.</p>
+          <p class="muted">{total === 0 ? "No tokens yet." : <>No tokens on this page. <a href={`${BASE}/tokens`}>Back to the first page</a>.</>}</p>
         ) : (
           <div class="table-wrap">
             <table class="stack">
@@ -134,6 +149,15 @@ function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: L
               </tbody>
             </table>
           </div>
+        )}
+        {lastPage > 1 && (
+          <nav class="pages" aria-label="Pages of tokens">
+            {page > 1 ? <a href={`${BASE}/tokens?page=${page - 1}`} rel="prev">← Newer</a> : <span></span>}
+            <span>
+              Page {page} of {lastPage} ({total} tokens)
+            </span>
+            {page < lastPage ? <a href={`${BASE}/tokens?page=${page + 1}`} rel="next">Older →</a> : <span></span>}
+          </nav>
         )}
         <p class="muted small">Revoking a permanent token also revokes the upload tokens it issued through the API.</p>
       </section>
@@ -157,39 +181,60 @@ function TokensPage({ signedIn, tokens, shown }: { signedIn: SignedIn; tokens: L
   );
 }
 
+/** The page number of the query: from 1, anything else is the first page. */
+const pageOf = (value: string | undefined) => (value !== undefined && /^\d{1,7}$/.test(value) && Number(value) >= 1 ? Number(value) : 1);
+
 /** Pages that show a secret must not be kept by the browser or a proxy. */
-async function render(c: Context<SignedInEnv>, shown: Shown = {}, status: 200 | 404 | 422 = 200) {
+async function render(c: Context<SignedInEnv>, shown: Shown = {}, status: 200 | 400 | 404 | 422 | 429 = 200) {
   const signedIn = c.get("signedIn");
   const deps = c.get("deps");
-  const tokens = await listActiveTokensForOwner(deps.db, signedIn.user.id, deps.clock());
+  const page = pageOf(c.req.query("page"));
+  const { rows, total } = await listActiveTokensForOwner(deps.db, signedIn.user.id, deps.clock(), TOKENS_PER_PAGE, (page - 1) * TOKENS_PER_PAGE);
+  const listing = { tokens: rows, page, total, lastPage: Math.max(1, Math.ceil(total / TOKENS_PER_PAGE)) };
   c.header("Cache-Control", "no-store");
-  return c.html(<TokensPage signedIn={signedIn} tokens={tokens} shown={shown} />, status);
+  return c.html(<TokensPage signedIn={signedIn} listing={listing} shown={shown} />, status);
 }
 
-const text = (body: Record<string, unknown>, name: string) => (typeof body[name] === "string" ? (body[name] as string) : "");
+/** A bound of the account's tokens refused the form (400: too many live tokens; 429: issuing too fast): the page says so. */
+async function refused(c: Context<SignedInEnv>, e: unknown, values: Shown["values"]) {
+  if (!(e instanceof AppError) || (e.status !== 400 && e.status !== 429)) throw e;
+  const retry = e.headers?.["retry-after"];
+  if (retry) c.header("Retry-After", retry);
+  return render(c, { refusal: e.message, values }, e.status);
+}
 
 export function register(web: Hono<WebEnv>) {
   web.get("/tokens", requireSession, (c) => render(c, { notice: c.req.query("revoked") !== undefined ? "Token revoked." : undefined }));
 
   web.post("/tokens", requireSession, async (c) => {
     const { db, clock } = c.get("deps");
-    const raw = text(await c.req.parseBody(), "label");
+    const raw = formField(await readForm(c), "label");
     const label = Label.safeParse(raw);
     if (!label.success) return render(c, { errors: { label: label.error.issues[0]!.message }, values: { label: raw } }, 422);
-    const issued = await issuePermanentToken(db, c.get("signedIn").user.id, clock(), label.data || null);
+    let issued;
+    try {
+      issued = await issuePermanentToken(db, c.get("signedIn").user.id, clock(), label.data || null);
+    } catch (e) {
+      return refused(c, e, { label: raw });
+    }
     return render(c, { created: { ...issued, label: label.data || null } });
   });
 
   web.post("/tokens/temporary", requireSession, async (c) => {
     const { db, clock } = c.get("deps");
-    const body = await c.req.parseBody();
-    const values = { num: text(body, "num"), seconds: text(body, "seconds") };
+    const body = await readForm(c);
+    const values = { num: formField(body, "num"), seconds: formField(body, "seconds") };
     const parsed = TemporaryTokenRequest.safeParse(values);
     if (!parsed.success) {
       const errors = Object.fromEntries(Object.entries(fieldErrors(parsed.error)).map(([k, v]) => [k, v[0]!]));
       return render(c, { errors, values }, 422);
     }
-    const issued = await issueAccountTemporaryTokens(db, c.get("signedIn").user.id, parsed.data.num, parsed.data.seconds, clock());
+    let issued;
+    try {
+      issued = await issueAccountTemporaryTokens(db, c.get("signedIn").user.id, parsed.data.num, parsed.data.seconds, clock());
+    } catch (e) {
+      return refused(c, e, values);
+    }
     return render(c, { temporary: issued.map((t) => ({ token: t.token, expired_at: formatDateTime(t.expiredAt) })) });
   });
 

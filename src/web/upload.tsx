@@ -12,6 +12,9 @@ import { issueAccountTemporaryTokens } from "../services/tokens.ts";
 import { assets, Field, humanBytes, Layout } from "./layout.tsx";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
+/** Albums offered in the upload form at most (by name). */
+const ALBUMS_LISTED = 200;
+
 /** How long the page's upload token lives (never beyond the session): long enough for a batch, short if it leaks. */
 export const PAGE_TOKEN_SECONDS = 15 * 60;
 
@@ -27,7 +30,7 @@ export function register(web: Hono<WebEnv>) {
     const signedIn = c.get("signedIn");
     const { db } = c.get("deps");
     const { group } = signedIn;
-    const [strategies, albums] = await Promise.all([listUsableStrategies(db, group.id), listAlbumsForOwner(db, signedIn.user.id)]);
+    const [strategies, albums] = await Promise.all([listUsableStrategies(db, group.id), listAlbumsForOwner(db, signedIn.user.id, ALBUMS_LISTED)]);
     const accept = group.allowedExtensions.map((e) => `.${e}`).join(",");
     return c.html(
       <Layout title="Upload" signedIn={signedIn} active="upload" scripts={[assets.upload.href]}>

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lt, ne, notInArray, or, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { albums, groups, sessions, users } from "../schema.ts";
 
@@ -31,14 +31,36 @@ export async function deleteSession(db: Executor, id: number) {
   await db.delete(sessions).where(eq(sessions.id, id));
 }
 
-/** Ends every session of an account (its password changed). */
-export async function deleteSessionsOfUser(db: Executor, userId: number) {
-  await db.delete(sessions).where(eq(sessions.userId, userId));
+/** Ends every session of an account (its password changed, it was disabled), but `exceptId` when given. */
+export async function deleteSessionsOfUser(db: Executor, userId: number, exceptId?: number) {
+  await db.delete(sessions).where(and(eq(sessions.userId, userId), exceptId === undefined ? undefined : ne(sessions.id, exceptId)));
 }
 
-/** Forgets sessions that have expired (and the upload tokens they obtained). */
-export async function deleteExpiredSessions(db: Executor, now: Date) {
-  await db.delete(sessions).where(lt(sessions.expiresAt, now));
+/** Ends every session of the accounts of a group (it was disabled, or lost API access). */
+export async function deleteSessionsOfGroup(db: Executor, groupId: number) {
+  await db.delete(sessions).where(inArray(sessions.userId, db.select({ id: users.id }).from(users).where(eq(users.groupId, groupId))));
+}
+
+/** Forgets sessions that have expired (and the upload tokens they obtained): anyone's, or one account's. */
+export async function deleteExpiredSessions(db: Executor, now: Date, userId?: number) {
+  await db.delete(sessions).where(and(lt(sessions.expiresAt, now), userId === undefined ? undefined : eq(sessions.userId, userId)));
+}
+
+/** Serialises the sign-ins of one account until the caller's transaction ends (advisory lock keyed by the account). */
+export async function lockSessionsOfUser(tx: Executor, userId: number) {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`sessions:${userId}`}))`);
+}
+
+/** Ends the account's sessions beyond its `keep` newest (by sign-in). */
+export async function trimSessionsOfUser(tx: Executor, userId: number, keep: number) {
+  const kept = tx.select({ id: sessions.id }).from(sessions).where(eq(sessions.userId, userId)).orderBy(desc(sessions.id)).limit(keep);
+  await tx.delete(sessions).where(and(eq(sessions.userId, userId), notInArray(sessions.id, kept)));
+}
+
+/** How many sessions the account has (expired ones not yet forgotten included). */
+export async function countSessionsOfUser(db: Executor, userId: number): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(sessions).where(eq(sessions.userId, userId));
+  return row?.n ?? 0;
 }
 
 /**
@@ -67,7 +89,12 @@ export async function isUsernameOrEmailTaken(db: Executor, username: string, ema
   return rows.length > 0;
 }
 
-/** The account's albums, by name. */
-export async function listAlbumsForOwner(db: Executor, ownerId: number) {
-  return db.select({ id: albums.id, name: albums.name }).from(albums).where(eq(albums.userId, ownerId)).orderBy(asc(albums.name), asc(albums.id));
+/** The account's first `limit` albums, by name. */
+export async function listAlbumsForOwner(db: Executor, ownerId: number, limit: number) {
+  return db
+    .select({ id: albums.id, name: albums.name })
+    .from(albums)
+    .where(eq(albums.userId, ownerId))
+    .orderBy(asc(albums.name), asc(albums.id))
+    .limit(limit);
 }

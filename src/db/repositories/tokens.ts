@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, isNull, lt, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNotNull, isNull, lt, ne, notInArray, or, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { groups, tokens, users } from "../schema.ts";
 
@@ -66,28 +66,94 @@ const shown = {
   parentTokenId: tokens.parentTokenId,
 };
 
-/** A user's tokens, oldest first, without their secret hashes. */
-export async function listTokensForUser(db: Executor, userId: number) {
-  return db.select(shown).from(tokens).where(eq(tokens.userId, userId)).orderBy(asc(tokens.id));
+/** A page of a user's tokens, oldest first, without their secret hashes, and how many there are. */
+export async function listTokensForUser(db: Executor, userId: number, limit: number, offset: number) {
+  const [rows, [counted]] = await Promise.all([
+    db.select(shown).from(tokens).where(eq(tokens.userId, userId)).orderBy(asc(tokens.id)).limit(limit).offset(offset),
+    db.select({ n: sql<number>`count(*)::int` }).from(tokens).where(eq(tokens.userId, userId)),
+  ]);
+  return { rows, total: counted?.n ?? 0 };
+}
+
+const managed = (userId: number, now: Date) =>
+  and(eq(tokens.userId, userId), isNull(tokens.revokedAt), isNull(tokens.sessionId), or(eq(tokens.kind, "permanent"), gt(tokens.expiredAt, now)));
+
+/**
+ * A page of the tokens the owner manages on the API Tokens page, newest first, and how many there are: permanent
+ * tokens not revoked, and temporary tokens still valid that were not obtained by a signed-in page for its own
+ * uploads. Never the secret.
+ */
+export async function listActiveTokensForOwner(db: Executor, userId: number, now: Date, limit: number, offset: number) {
+  const [rows, [counted]] = await Promise.all([
+    db.select(shown).from(tokens).where(managed(userId, now)).orderBy(desc(tokens.id)).limit(limit).offset(offset),
+    db.select({ n: sql<number>`count(*)::int` }).from(tokens).where(managed(userId, now)),
+  ]);
+  return { rows, total: counted?.n ?? 0 };
 }
 
 /**
- * The tokens the owner manages on the API Tokens page, newest first: permanent tokens not revoked, and temporary
- * tokens still valid that were not obtained by a signed-in page for its own uploads. Never the secret.
+ * Serialises the issuing of one account's tokens until the caller's transaction ends (a transaction-level
+ * advisory lock keyed by the account), so that counting its tokens and inserting new ones is one atomic step
+ * whatever the number of concurrent requests and instances.
  */
-export async function listActiveTokensForOwner(db: Executor, userId: number, now: Date) {
-  return db
-    .select(shown)
+export async function lockTokenIssuing(tx: Executor, userId: number) {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`tokens:${userId}`}))`);
+}
+
+/**
+ * What bounds an account's issuing: its live temporary tokens (unexpired, unrevoked, not a page's own), its
+ * unrevoked permanent tokens, and the temporary tokens issued since `since` (revoked or expired ones included).
+ */
+export async function countIssuedTokens(tx: Executor, userId: number, now: Date, since: Date) {
+  const [row] = await tx
+    .select({
+      liveTemporary: sql<number>`(count(*) filter (where ${tokens.kind} = 'temporary' and ${tokens.revokedAt} is null and ${tokens.expiredAt} > ${now.toISOString()}::timestamptz))::int`,
+      livePermanent: sql<number>`(count(*) filter (where ${tokens.kind} = 'permanent' and ${tokens.revokedAt} is null))::int`,
+      recentTemporary: sql<number>`(count(*) filter (where ${tokens.kind} = 'temporary' and ${tokens.createdAt} > ${since.toISOString()}::timestamptz))::int`,
+    })
     .from(tokens)
+    .where(and(eq(tokens.userId, userId), isNull(tokens.sessionId)));
+  return row ?? { liveTemporary: 0, livePermanent: 0, recentTemporary: 0 };
+}
+
+/**
+ * When the `nth` oldest temporary token issued since `since` was issued (1 = the oldest): once it leaves the
+ * window, `nth` more may be issued. Null when there are fewer.
+ */
+export async function nthRecentTemporaryIssue(tx: Executor, userId: number, since: Date, nth: number): Promise<Date | null> {
+  const [row] = await tx
+    .select({ at: tokens.createdAt })
+    .from(tokens)
+    .where(and(eq(tokens.userId, userId), eq(tokens.kind, "temporary"), isNull(tokens.sessionId), gt(tokens.createdAt, since)))
+    .orderBy(asc(tokens.createdAt), asc(tokens.id))
+    .offset(Math.max(0, nth - 1))
+    .limit(1);
+  return row?.at ?? null;
+}
+
+/** Removes a session's upload tokens beyond its `keep` newest (their uploads answer 401 and the page fetches another). */
+export async function trimSessionTokens(tx: Executor, sessionId: number, keep: number) {
+  const kept = tx.select({ id: tokens.id }).from(tokens).where(eq(tokens.sessionId, sessionId)).orderBy(desc(tokens.id)).limit(keep);
+  await tx.delete(tokens).where(and(eq(tokens.sessionId, sessionId), notInArray(tokens.id, kept)));
+}
+
+/**
+ * Revokes every unrevoked token of the account (permanent and temporary), except the upload tokens of the session
+ * `keepSessionId`; returns how many.
+ */
+export async function revokeTokensOfUser(db: Executor, userId: number, at: Date, keepSessionId: number | null = null) {
+  const rows = await db
+    .update(tokens)
+    .set({ revokedAt: at })
     .where(
       and(
         eq(tokens.userId, userId),
         isNull(tokens.revokedAt),
-        isNull(tokens.sessionId),
-        or(eq(tokens.kind, "permanent"), gt(tokens.expiredAt, now)),
+        keepSessionId === null ? undefined : or(isNull(tokens.sessionId), ne(tokens.sessionId, keepSessionId)),
       ),
     )
-    .orderBy(desc(tokens.id));
+    .returning({ id: tokens.id });
+  return rows.length;
 }
 
 /** Revokes the owner's token (and what it issued); false when it is missing or another account's. */
@@ -105,9 +171,13 @@ export async function recordTokenUse(db: Executor, id: number, now: Date) {
     .where(and(eq(tokens.id, id), or(isNull(tokens.lastUsedAt), lt(tokens.lastUsedAt, minuteAgo))));
 }
 
-/** Drops temporary tokens that expired more than a day ago (kept a little for clearer 401s in logs). */
-export async function deleteExpiredTemporaryTokens(db: Executor, before: Date) {
+/**
+ * Forgets tokens that can never work again: temporary tokens that expired before `before`, and tokens revoked
+ * before it (a revoked permanent token takes the temporary tokens it issued with it). Both answer 401 either way.
+ */
+export async function deleteDeadTokens(db: Executor, before: Date) {
   await db
     .delete(tokens)
-    .where(and(eq(tokens.kind, "temporary"), lt(tokens.expiredAt, before)));
+    .where(or(and(eq(tokens.kind, "temporary"), lt(tokens.expiredAt, before)), and(isNotNull(tokens.revokedAt), lt(tokens.revokedAt, before))));
 }
+

@@ -12,9 +12,14 @@ export async function getUser(db: Executor, id: number): Promise<User | null> {
   return row ?? null;
 }
 
-export async function listUsers(db: Executor, username?: string): Promise<User[]> {
-  const q = db.select().from(users);
-  return (username ? q.where(eq(users.username, username)) : q).orderBy(asc(users.id));
+/** A page of the users by id (or the one with this exact username), and how many there are. */
+export async function listUsers(db: Executor, limit: number, offset: number, username?: string): Promise<{ rows: User[]; total: number }> {
+  const where = username === undefined ? undefined : eq(users.username, username);
+  const [rows, [counted]] = await Promise.all([
+    db.select().from(users).where(where).orderBy(asc(users.id)).limit(limit).offset(offset),
+    db.select({ n: sql<number>`count(*)::int` }).from(users).where(where),
+  ]);
+  return { rows, total: counted?.n ?? 0 };
 }
 
 export async function createUser(db: Executor, values: NewUser): Promise<User> {

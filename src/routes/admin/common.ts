@@ -33,6 +33,32 @@ export const idParam = z.object({
   id: intField(1, INT4_MAX).openapi({ param: { name: "id", in: "path", example: 1 }, type: "integer", minimum: 1, maximum: INT4_MAX, example: 1 }),
 });
 
+/** Every administration list is a page: `page` from 1, `per_page` 1–500 (default 100). */
+export const ADMIN_PER_PAGE = { default: 100, max: 500 } as const;
+
+export const pageQuery = z.object({
+  page: intField(1, 1_000_000).default(1).openapi({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1, description: "Page number", example: 1 }),
+  per_page: intField(1, ADMIN_PER_PAGE.max)
+    .default(ADMIN_PER_PAGE.default)
+    .openapi({ type: "integer", minimum: 1, maximum: ADMIN_PER_PAGE.max, default: ADMIN_PER_PAGE.default, description: "Items per page", example: 100 }),
+});
+
+/** The paging fields beside a list's items. */
+export const pageFields = {
+  current_page: z.number().int().openapi({ example: 1 }),
+  last_page: z.number().int().openapi({ example: 1 }),
+  per_page: z.number().int().openapi({ example: 100 }),
+  total: z.number().int().openapi({ description: "Number of items over all pages", example: 1 }),
+};
+
+/** The paging fields of page `page` of `total` items, `perPage` a page. */
+export const pageOf = (page: number, perPage: number, total: number) => ({
+  current_page: page,
+  last_page: Math.max(1, Math.ceil(total / perPage)),
+  per_page: perPage,
+  total,
+});
+
 export const jsonBody = <T extends z.ZodType>(schema: T) => ({
   required: true,
   content: { "application/json": { schema } },

@@ -1,5 +1,6 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { type GroupWithStrategies, listGroups, saveGroup } from "../../db/repositories/groups.ts";
+import { deleteSessionsOfGroup } from "../../db/repositories/sessions.ts";
 import { getStrategies } from "../../db/repositories/strategies.ts";
 import type { Db } from "../../db/client.ts";
 import { notFound, validationError } from "../../errors.ts";
@@ -70,13 +71,17 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/groups/{id}",
       operationId: "adminUpdateGroup",
       summary: "Change a user group (flags, limits, ordered strategies)",
-      description: "Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it.",
+      description:
+        "Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it. A group left disabled or without API access ends its users' signed-in sessions.",
       request: { params: idParam, body: jsonBody(GroupInput) },
       responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
-      const group = await save(c.get("deps").db, c.req.valid("param").id, c.req.valid("json"));
+      const { db } = c.get("deps");
+      const group = await save(db, c.req.valid("param").id, c.req.valid("json"));
       if (!group) throw notFound("Group not found.");
+      // its accounts can no longer sign in: their sessions end, so that enabling the group again does not revive them
+      if (!group.enabled || !group.allowApi) await deleteSessionsOfGroup(db, group.id);
       return respond(c, toOutput(group));
     },
   );

@@ -7,8 +7,8 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { dateTime, EmptyResponse, envelope } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { issuePermanentToken } from "../../services/tokens.ts";
-import { adminRoute, idParam, jsonBody } from "./common.ts";
+import { issuePermanentToken, TOKEN_LIMITS } from "../../services/tokens.ts";
+import { adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery } from "./common.ts";
 
 const PermanentToken = z
   .object({
@@ -43,9 +43,9 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users/{id}/tokens",
       operationId: "adminCreateToken",
       summary: "Create a permanent API token for a user",
-      description: "The full value is returned once; only its SHA-256 is stored.",
+      description: `The full value is returned once; only its SHA-256 is stored. An account holds at most ${TOKEN_LIMITS.livePermanent} unrevoked permanent tokens: beyond, 400.`,
       request: { params: idParam },
-      responses: { ...okResponse(envelope(PermanentToken, "PermanentTokenResponse"), "The token"), ...errorResponses(401, 404, 422, 500) },
+      responses: { ...okResponse(envelope(PermanentToken, "PermanentTokenResponse"), "The token"), ...errorResponses(400, 401, 404, 422, 500) },
     }),
     async (c) => {
       const { db, clock } = c.get("deps");
@@ -60,10 +60,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users/{id}/tokens",
       operationId: "adminListTokens",
       summary: "List a user's tokens",
-      description: "The user's permanent and temporary tokens, oldest first, without their secrets.",
-      request: { params: idParam },
+      description:
+        "A page of the user's permanent and temporary tokens, oldest first, without their secrets (`page`, `per_page` up to 500, default 100). Tokens that expired or were revoked more than an hour ago are forgotten.",
+      request: { params: idParam, query: pageQuery },
       responses: {
-        ...okResponse(envelope(z.object({ tokens: z.array(AdminToken) }), "AdminTokenListResponse"), "The tokens"),
+        ...okResponse(envelope(z.object({ tokens: z.array(AdminToken), ...pageFields }), "AdminTokenListResponse"), "A page of tokens"),
         ...errorResponses(401, 404, 422, 500),
       },
     }),
@@ -71,8 +72,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
       const { db } = c.get("deps");
       const user = await getUser(db, c.req.valid("param").id);
       if (!user) throw notFound("User not found.");
-      const rows = await listTokensForUser(db, user.id);
+      const { page, per_page } = c.req.valid("query");
+      const { rows, total } = await listTokensForUser(db, user.id, per_page, (page - 1) * per_page);
       return respond(c, {
+        ...pageOf(page, per_page, total),
         tokens: rows.map((t) => ({
           id: t.id,
           kind: t.kind,

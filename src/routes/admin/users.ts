@@ -11,7 +11,7 @@ import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX } from "../../http/validation.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
-import { AdminUser, adminRoute, idParam, jsonBody } from "./common.ts";
+import { AdminUser, adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery } from "./common.ts";
 
 const UserResponse = envelope(AdminUser, "AdminUserResponse");
 
@@ -72,14 +72,18 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users",
       operationId: "adminListUsers",
       summary: "List users (optionally by exact username)",
-      description: "Every user, or the one with this exact `username`.",
-      request: { query: z.object({ username: z.string().optional().openapi({ example: "alice" }) }) },
+      description: "A page of the users by id (`page`, `per_page` up to 500, default 100), or the one with this exact `username`.",
+      request: { query: pageQuery.extend({ username: z.string().max(64).optional().openapi({ example: "alice" }) }) },
       responses: {
-        ...okResponse(envelope(z.object({ users: z.array(AdminUser) }), "AdminUserListResponse"), "The users"),
+        ...okResponse(envelope(z.object({ users: z.array(AdminUser), ...pageFields }), "AdminUserListResponse"), "A page of users"),
         ...errorResponses(401, 422, 500),
       },
     }),
-    async (c) => respond(c, { users: (await listUsers(c.get("deps").db, c.req.valid("query").username)).map(toOutput) }),
+    async (c) => {
+      const { page, per_page, username } = c.req.valid("query");
+      const { rows, total } = await listUsers(c.get("deps").db, per_page, (page - 1) * per_page, username);
+      return respond(c, { users: rows.map(toOutput), ...pageOf(page, per_page, total) });
+    },
   );
   app.openapi(
     adminRoute({
@@ -137,7 +141,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       operationId: "adminUpdateUser",
       summary: "Change a user (enabled, group, capacity, name)",
       description:
-        "Enables or disables the account (disabled \u2192 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password ends the user's signed-in sessions.",
+        "Enables or disables the account (disabled \u2192 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password, disabling the account or moving it into a disabled group ends the user's signed-in sessions: enabling it again does not revive them.",
       request: { params: idParam, body: jsonBody(UpdateUser) },
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
@@ -149,8 +153,12 @@ export function register(app: OpenAPIHono<AppEnv>) {
       const passwordHash = b.password === undefined ? undefined : b.password === null ? null : await hashPassword(b.password);
       const user = await db.transaction(async (tx) => {
         const updated = await updateUser(tx, id, { enabled: b.enabled, groupId: b.group_id, capacityKb: b.capacity_kb, name: b.name, passwordHash });
-        // whoever knew the old password is signed out everywhere
-        if (updated && passwordHash !== undefined) await deleteSessionsOfUser(tx, id);
+        if (!updated) return null;
+        // whoever knew the old password is signed out everywhere; a disabled account (or one moved into a disabled
+        // group) is signed out too, so that enabling it again does not bring its old sessions back
+        const group = b.group_id === undefined ? null : await getGroup(tx, updated.groupId);
+        const shut = !updated.enabled || (group !== null && (!group.enabled || !group.allowApi));
+        if (passwordHash !== undefined || shut) await deleteSessionsOfUser(tx, id);
         return updated;
       });
       if (!user) throw notFound("User not found.");

@@ -6,7 +6,7 @@ import { envelope, TemporaryToken } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField, readFields, validate } from "../../http/validation.ts";
-import { issueTemporaryTokens } from "../../services/tokens.ts";
+import { issueTemporaryTokens, TOKEN_LIMITS } from "../../services/tokens.ts";
 
 export const TemporaryTokenRequest = z
   .object({
@@ -23,6 +23,8 @@ export const TemporaryTokenRequest = z
 
 const bodyRef = { $ref: "#/components/schemas/TemporaryTokenRequest" };
 
+const refusals = errorResponses(400, 401, 403, 422, 500);
+
 export const createTemporaryTokensRoute = createRoute({
   method: "post",
   path: "/api/v1/images/tokens",
@@ -30,7 +32,10 @@ export const createTemporaryTokensRoute = createRoute({
   tags: ["Tokens"],
   summary: "Issue temporary upload tokens",
   description:
-    "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.",
+    "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.\n\n" +
+    `Bounds per account: at most ${TOKEN_LIMITS.liveTemporary} live temporary tokens (unexpired, unrevoked) — a batch that would exceed it is refused with 400 and issues nothing; ` +
+    `at most ${TOKEN_LIMITS.temporaryPerMinute} tokens issued in any 60 seconds — beyond, 429 with \`Retry-After\` (the seconds until the batch fits). ` +
+    "Both are counted atomically, whatever the number of concurrent requests.",
   security: [{ bearerAuth: [] }],
   middleware: [requireUser] as const,
   request: {
@@ -44,7 +49,11 @@ export const createTemporaryTokensRoute = createRoute({
   },
   responses: {
     ...okResponse(envelope(z.object({ tokens: z.array(TemporaryToken) }), "TemporaryTokenListResponse"), "The new tokens"),
-    ...errorResponses(400, 401, 403, 422, 500),
+    ...refusals,
+    429: {
+      ...refusals[429],
+      description: `${refusals[429].description}; or the account issued ${TOKEN_LIMITS.temporaryPerMinute} temporary tokens in the last 60 seconds: nothing was issued, retry after \`Retry-After\` seconds`,
+    },
   },
 });
 
