@@ -112,6 +112,8 @@ export interface paths {
         /**
          * Issue temporary upload tokens
          * @description Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.
+         *
+         *     Bounds per account: at most 1000 live temporary tokens (unexpired, unrevoked) — a batch that would exceed it is refused with 400 and issues nothing; at most 600 tokens issued in any 60 seconds — beyond, 429 with `Retry-After` (the seconds until the batch fits). Both are counted atomically, whatever the number of concurrent requests.
          */
         post: operations["createTemporaryTokens"];
         delete?: never;
@@ -183,7 +185,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user group (flags, limits, ordered strategies)
-         * @description Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it.
+         * @description Changes the named fields. `strategy_ids` replaces the ordered strategy list (automatic uploads try them in this order); `null` on a limit removes it. A group left disabled or without API access ends its users' signed-in sessions.
          */
         patch: operations["adminUpdateGroup"];
         trace?: never;
@@ -241,7 +243,7 @@ export interface paths {
         };
         /**
          * List users (optionally by exact username)
-         * @description Every user, or the one with this exact `username`.
+         * @description A page of the users by id (`page`, `per_page` up to 500, default 100), or the one with this exact `username`.
          */
         get: operations["adminListUsers"];
         put?: never;
@@ -275,7 +277,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user (enabled, group, capacity, name)
-         * @description Enables or disables the account (disabled → 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password ends the user's signed-in sessions.
+         * @description Enables or disables the account (disabled → 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password, disabling the account or moving it into a disabled group ends the user's signed-in sessions: enabling it again does not revive them.
          */
         patch: operations["adminUpdateUser"];
         trace?: never;
@@ -289,13 +291,13 @@ export interface paths {
         };
         /**
          * List a user's tokens
-         * @description The user's permanent and temporary tokens, oldest first, without their secrets.
+         * @description A page of the user's permanent and temporary tokens, oldest first, without their secrets (`page`, `per_page` up to 500, default 100). Tokens that expired or were revoked more than an hour ago are forgotten.
          */
         get: operations["adminListTokens"];
         put?: never;
         /**
          * Create a permanent API token for a user
-         * @description The full value is returned once; only its SHA-256 is stored.
+         * @description The full value is returned once; only its SHA-256 is stored. An account holds at most 100 unrevoked permanent tokens: beyond, 400.
          */
         post: operations["adminCreateToken"];
         delete?: never;
@@ -871,6 +873,17 @@ export interface components {
             message?: "success";
             data: {
                 users: components["schemas"]["AdminUser"][];
+                /** @example 1 */
+                current_page: number;
+                /** @example 1 */
+                last_page: number;
+                /** @example 100 */
+                per_page: number;
+                /**
+                 * @description Number of items over all pages
+                 * @example 1
+                 */
+                total: number;
             };
         };
         AdminUser: {
@@ -941,6 +954,17 @@ export interface components {
             message?: "success";
             data: {
                 tokens: components["schemas"]["AdminToken"][];
+                /** @example 1 */
+                current_page: number;
+                /** @example 1 */
+                last_page: number;
+                /** @example 100 */
+                per_page: number;
+                /**
+                 * @description Number of items over all pages
+                 * @example 1
+                 */
+                total: number;
             };
         };
         /** @description A token's record; its secret is never shown again. */
@@ -1772,7 +1796,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds); or the account issued 600 temporary tokens in the last 60 seconds: nothing was issued, retry after `Retry-After` seconds */
             429: {
                 headers: {
                     /** @description Seconds to wait */
@@ -2703,6 +2727,10 @@ export interface operations {
     adminListUsers: {
         parameters: {
             query?: {
+                /** @description Page number */
+                page?: number;
+                /** @description Items per page */
+                per_page?: number;
                 username?: string;
             };
             header?: never;
@@ -2711,7 +2739,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The users */
+            /** @description A page of users */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3182,7 +3210,12 @@ export interface operations {
     };
     adminListTokens: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number */
+                page?: number;
+                /** @description Items per page */
+                per_page?: number;
+            };
             header?: never;
             path: {
                 /** @example 1 */
@@ -3192,7 +3225,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The tokens */
+            /** @description A page of tokens */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3310,6 +3343,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PermanentTokenResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */

@@ -172,7 +172,7 @@ describe("GET /api/admin/users/{id}/tokens", () => {
 
   test("a user without tokens has an empty list; a missing user is 404, a malformed id 422", async () => {
     const user = await ctx.admin("POST", "/api/admin/users", { username: "tokenless", email: "tokenless@example.com" });
-    expect(await ctx.admin("GET", `/api/admin/users/${user.id}/tokens`)).toEqual({ tokens: [] });
+    expect(await ctx.admin("GET", `/api/admin/users/${user.id}/tokens`)).toEqual({ tokens: [], current_page: 1, last_page: 1, per_page: 100, total: 0 });
     expectStatus(await adminCall("GET", "/api/admin/users/999999/tokens"), 404);
     expectStatus(await adminCall("GET", "/api/admin/users/abc/tokens"), 422);
     expectStatus(await ctx.json(`/api/admin/users/${user.id}/tokens`, { headers: ctx.bearer("not-the-admin-token") }), 401);

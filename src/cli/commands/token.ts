@@ -2,7 +2,7 @@ import { payload, succeeded } from "../client.ts";
 import { command, type CommandGroup } from "../command.ts";
 import { cell } from "../output.ts";
 import { parseId } from "../values.ts";
-import { resolveUser } from "./user.ts";
+import { morePages, resolveUser } from "./user.ts";
 
 export const tokenCommands: CommandGroup = {
   title: "Tokens:",
@@ -21,18 +21,24 @@ export const tokenCommands: CommandGroup = {
       },
     }),
     list: command({
-      usage: "<user>",
-      summary: "List a user's tokens (never their secrets)",
+      usage: "<user> [--page <n>] [--per-page <n>]",
+      summary: "List a user's tokens (never their secrets), a page at a time (default: the first 100)",
       args: ["user"],
-      async run({ args, api, out }) {
+      options: ["page", "per_page"],
+      async run({ args, options, api, out }) {
         const { id } = await resolveUser(api(), args.user);
-        const data = await payload(api().GET("/api/admin/users/{id}/tokens", { params: { path: { id } } }));
-        out.result(data, () =>
+        const query = {
+          page: options.page === undefined ? undefined : parseId(options.page, "--page"),
+          per_page: options.per_page === undefined ? undefined : parseId(options.per_page, "--per-page"),
+        };
+        const data = await payload(api().GET("/api/admin/users/{id}/tokens", { params: { path: { id }, query } }));
+        out.result(data, () => {
           out.table(
             ["ID", "KIND", "CREATED", "EXPIRES", "REVOKED", "PARENT"],
             data.tokens.map((t) => [cell(t.id), t.kind, t.created_at, cell(t.expired_at), cell(t.revoked_at), cell(t.parent_token_id)]),
-          ),
-        );
+          );
+          morePages(out, data, "tokens");
+        });
       },
     }),
     revoke: command({

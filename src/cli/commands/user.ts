@@ -1,6 +1,6 @@
 import type { components } from "../../../openapi/schema";
 import { payload, type AdminApi } from "../client.ts";
-import { command, readCommand, requireOption, type CommandGroup } from "../command.ts";
+import { command, requireOption, type CommandGroup } from "../command.ts";
 import { CliError, usageError } from "../errors.ts";
 import { cell, type Output } from "../output.ts";
 import { parseCapacity, parseId } from "../values.ts";
@@ -8,6 +8,11 @@ import { parseCapacity, parseId } from "../values.ts";
 type AdminUser = components["schemas"]["AdminUser"];
 type CreateUserInput = components["schemas"]["CreateUserInput"];
 type UpdateUserInput = components["schemas"]["UpdateUserInput"];
+
+/** A line under a listing that is not the last page: how to see the next. */
+export function morePages(out: Output, data: { current_page: number; last_page: number; total: number }, what: string) {
+  if (data.last_page > 1) out.line(`Page ${data.current_page} of ${data.last_page} (${data.total} ${what})${data.current_page < data.last_page ? `: --page ${data.current_page + 1} for more` : ""}.`);
+}
 
 /** `<user>` is a username or a numeric id. */
 const isId = (ref: string) => /^\d+$/.test(ref);
@@ -89,26 +94,33 @@ export const userCommands: CommandGroup = {
         out.result(user, () => showUser(out, user));
       },
     }),
-    list: readCommand(
-      "List all users",
-      (api) => payload(api.GET("/api/admin/users")),
-      (out, { users }) =>
-        out.table(
-          ["ID", "USERNAME", "NAME", "EMAIL", "GROUP", "ENABLED", "CAPACITY_KB", "USED_KB", "IMAGES", "ALBUMS"],
-          users.map((u) => [
-            cell(u.id),
-            u.username,
-            u.name,
-            u.email,
-            cell(u.group_id),
-            u.enabled ? "yes" : "no",
-            u.capacity_kb === null ? "default" : cell(u.capacity_kb),
-            cell(u.used_kb),
-            cell(u.image_num),
-            cell(u.album_num),
-          ]),
-        ),
-    ),
+    list: command({
+      usage: "[--page <n>] [--per-page <n>]",
+      summary: "List the users, a page at a time (default: the first 100)",
+      options: ["page", "per_page"],
+      async run({ options, api, out }) {
+        const query = { page: ifGiven(options.page, (v) => parseId(v, "--page")), per_page: ifGiven(options.per_page, (v) => parseId(v, "--per-page")) };
+        const data = await payload(api().GET("/api/admin/users", { params: { query } }));
+        out.result(data, () => {
+          out.table(
+            ["ID", "USERNAME", "NAME", "EMAIL", "GROUP", "ENABLED", "CAPACITY_KB", "USED_KB", "IMAGES", "ALBUMS"],
+            data.users.map((u) => [
+              cell(u.id),
+              u.username,
+              u.name,
+              u.email,
+              cell(u.group_id),
+              u.enabled ? "yes" : "no",
+              u.capacity_kb === null ? "default" : cell(u.capacity_kb),
+              cell(u.used_kb),
+              cell(u.image_num),
+              cell(u.album_num),
+            ]),
+          );
+          morePages(out, data, "users");
+        });
+      },
+    }),
     "set-password": command({
       usage: "<user>",
       summary: "Set the password a user signs in to the user center with (read from standard input, or typed at a prompt)",
