@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -8,8 +8,9 @@ import { eq, sql } from "drizzle-orm";
 // @ts-expect-error s3rver ships no types
 import S3rver from "s3rver";
 import { strategies } from "../src/db/schema.ts";
-import { RECONCILE_GRACE_SECONDS, RECONCILE_LOCK, reconcileStorage } from "../src/services/reconcile.ts";
+import { QUARANTINE_DAYS, RECONCILE_GRACE_SECONDS, RECONCILE_LOCK, reconcileStorage } from "../src/services/reconcile.ts";
 import { LocalStorage } from "../src/storage/local.ts";
+import { localIdentity, normaliseS3Endpoint, relate, s3Identity, translatePath } from "../src/storage/location.ts";
 import { S3Storage } from "../src/storage/s3.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
@@ -277,6 +278,39 @@ describe("s3 strategy", () => {
     for (const key of [...outside, `site-a/${kept.pathname}`, `site-a/${lost.pathname}`]) expect(await bucket.file(key).exists()).toBe(true);
   });
 
+  test("two strategies on one bucket through respelled endpoints (localhost vs 127.0.0.1, trailing slashes) are one location: neither's live objects are orphans", async () => {
+    const port = new URL(config.endpoint).port;
+    const first = await ctx.admin("POST", "/api/admin/strategies", {
+      name: "Alias A",
+      driver: "s3",
+      config: { ...config, prefix: "alias", url: "https://cdn.example.com" },
+    });
+    const second = await ctx.admin("POST", "/api/admin/strategies", {
+      name: "Alias B",
+      driver: "s3",
+      config: { ...config, endpoint: `http://localhost:${port}/`, prefix: "alias/", url: "https://cdn.example.com" },
+    });
+    const groupA = await ctx.admin("POST", "/api/admin/groups", { name: "alias a", strategy_ids: [first.id] });
+    const groupB = await ctx.admin("POST", "/api/admin/groups", { name: "alias b", strategy_ids: [second.id] });
+    const onA = expectStatus(await ctx.upload((await ctx.createUser({ group_id: groupA.id })).token, { bytes: await makeNoisyJpeg(900, 600), filename: "a.jpg" }), 200).data;
+    const onB = expectStatus(await ctx.upload((await ctx.createUser({ group_id: groupB.id })).token, { bytes: await makeImage("png", 40, 40), filename: "b.png" }), 200).data;
+    const live = [onA.pathname, new URL(onA.thumbnail_url).pathname.slice("/alias/".length), onB.pathname].map((p) => `alias/${p}`);
+    for (const key of live) expect(await bucket.file(key).exists()).toBe(true); // both really write to one place
+    const orphan = `${day}/${token()}.png`;
+    await bucket.write(`alias/${orphan}`, "orphan");
+    ctx.advance(2 * GRACE_MS);
+
+    const report = await ctx.admin("POST", "/api/admin/storage/reconcile", {});
+    // the bound: every live object of both strategies still in the bucket
+    for (const key of live) expect({ key, present: await bucket.file(key).exists() }).toEqual({ key, present: true });
+    const location = locationOf(report, first.id);
+    expect(location.strategies.map((s: any) => s.id).sort()).toEqual([first.id, second.id].sort());
+    expect(location).toMatchObject({ orphans_found: 1, orphans_removed: 1, orphans: [orphan], records_missing_object: 0, errors: [] });
+    // the orphan went to the quarantine on the same bucket, whole
+    expect(await bucket.file(`alias/${orphan}`).exists()).toBe(false);
+    expect(await bucket.file(`alias/.quarantine/${ctx.now().toISOString().slice(0, 10)}/${orphan}`).text()).toBe("orphan");
+  });
+
   test("an unreachable bucket is an error of its location, not of the run", async () => {
     await ctx.admin("POST", "/api/admin/strategies", {
       name: "Unreachable",
@@ -288,5 +322,181 @@ describe("s3 strategy", () => {
     expect(unreachable.errors).toHaveLength(1);
     expect(unreachable.errors[0]).toContain("s3 listing failed");
     expect(locationOf(report, ctx.localStrategyId).errors).toEqual([]);
+  });
+});
+
+/**
+ * Issue 15, item 6: a location reached through another spelling (a symlink, a bind mount, `..`, a respelled S3
+ * endpoint) is the same location. The attack: a second strategy whose root is an alias of the first's made the
+ * reconciler take the first's live images for orphans and delete them after the grace period.
+ */
+describe("aliased locations and the quarantine", () => {
+  let ctx: TestContext;
+  let user: TestUser;
+  let root: string;
+  const reconcile = (body?: { dry_run?: boolean }) => ctx.admin("POST", "/api/admin/storage/reconcile", body);
+  const served = async (pathname: string) => (await ctx.request(`/i/${pathname}`)).status;
+  const quarantined = (path: string, at = ctx.now()) => join(root, ".quarantine", at.toISOString().slice(0, 10), path);
+  function place(path: string, ageMs: number, bytes = "leftover") {
+    const full = join(root, path);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, bytes);
+    const at = new Date(ctx.now().getTime() - ageMs);
+    utimesSync(full, at, at);
+  }
+
+  beforeAll(async () => {
+    ctx = await createTestContext();
+    root = join(ctx.dataDir, "uploads");
+    user = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  test("a second strategy whose root is a symlink to the first's (or the first's written with '..') leaves the first's live images alone", async () => {
+    const photo = expectStatus(await ctx.upload(user.token, { bytes: await makeNoisyJpeg(900, 600), filename: "p.jpg" }), 200).data;
+    const small = expectStatus(await ctx.upload(user.token, { bytes: await makeImage("png", 20, 20), filename: "s.png" }), 200).data;
+    const photoThumbnail = new URL(photo.thumbnail_url).pathname.slice("/i/".length);
+    const live = [photo.pathname, photoThumbnail, small.pathname];
+    const alias = join(ctx.dataDir, "alias");
+    symlinkSync(root, alias);
+    const viaLink = await ctx.admin("POST", "/api/admin/strategies", { name: "Symlinked", driver: "local", config: { root: alias } });
+    const viaDots = await ctx.admin("POST", "/api/admin/strategies", { name: "Dotted", driver: "local", config: { root: `${ctx.dataDir}/alias/../uploads/./` } });
+    // a symlink to the first's thumbnails/: nested in it, through a link
+    const nestedLink = join(ctx.dataDir, "thumbs-link");
+    symlinkSync(join(root, "thumbnails"), nestedLink);
+    const nested = await ctx.admin("POST", "/api/admin/strategies", { name: "Nested link", driver: "local", config: { root: nestedLink } });
+    ctx.advance(2 * GRACE_MS);
+
+    const report = await reconcile();
+    // the bound: every live object still there where it was (before this fix: all three deleted), and served
+    expect(live.filter((path) => !existsSync(join(root, path)))).toEqual([]);
+    const location = locationOf(report, ctx.localStrategyId);
+    // one location, not three: the first strategy's records speak for the objects the others list
+    expect(location.strategies.map((s: any) => s.id).sort()).toEqual([ctx.localStrategyId, viaLink.id, viaDots.id].sort());
+    expect(report.locations.filter((l: any) => l.strategies.some((s: any) => [viaLink.id, viaDots.id].includes(s.id)))).toHaveLength(1);
+    expect(location).toMatchObject({ orphans_found: 0, orphans_removed: 0, records_missing_object: 0, errors: [] });
+    expect(locationOf(report, nested.id)).toMatchObject({ orphans_found: 0, orphans_removed: 0, errors: [] });
+    expect(existsSync(join(root, ".quarantine"))).toBe(false);
+    for (const pathname of [photo.pathname, small.pathname]) expect(await served(pathname)).toBe(200);
+  });
+
+  test("a bind mount of the root is the same location (device and inode, not the path)", async () => {
+    const mountPoint = join(ctx.dataDir, "bound");
+    mkdirSync(mountPoint);
+    const bound = Bun.spawnSync(["mount", "--bind", root, mountPoint], { stderr: "pipe" });
+    if (bound.exitCode !== 0) {
+      console.log(`bind mount test skipped: mount --bind refused (${bound.stderr.toString().trim()}); needs root`);
+      return;
+    }
+    try {
+      const image = expectStatus(await ctx.upload(user.token, { bytes: await makeImage("png", 24, 24), filename: "b.png" }), 200).data;
+      const strategy = await ctx.admin("POST", "/api/admin/strategies", { name: "Bound", driver: "local", config: { root: mountPoint } });
+      ctx.advance(2 * GRACE_MS);
+      const report = await reconcile();
+      expect(existsSync(join(root, image.pathname))).toBe(true);
+      expect(locationOf(report, ctx.localStrategyId).strategies.map((s: any) => s.id)).toContain(strategy.id);
+      expect(locationOf(report, ctx.localStrategyId)).toMatchObject({ orphans_found: 0, errors: [] });
+      expect(existsSync(join(root, image.pathname))).toBe(true);
+      expect(await served(image.pathname)).toBe(200);
+    } finally {
+      Bun.spawnSync(["umount", mountPoint]);
+    }
+  });
+
+  test("an orphan is moved to the quarantine, not deleted; moved back by hand it is whole; purged after the stated time by the clock", async () => {
+    const orphan = `${day}/${token()}.png`;
+    place(orphan, 2 * GRACE_MS, "orphan bytes");
+    const dayOfRun = ctx.now();
+    const first = locationOf(await reconcile(), ctx.localStrategyId);
+    expect(first).toMatchObject({ orphans_found: 1, orphans_removed: 1, orphans: [orphan] });
+    expect(existsSync(join(root, orphan))).toBe(false);
+    expect(readFileSync(quarantined(orphan, dayOfRun), "utf8")).toBe("orphan bytes");
+
+    // restorable: moved back, it is the object it was; the next run quarantines it again (still no record)
+    renameSync(quarantined(orphan, dayOfRun), join(root, orphan));
+    expect(readFileSync(join(root, orphan), "utf8")).toBe("orphan bytes");
+    expect(locationOf(await reconcile(), ctx.localStrategyId).orphans).toEqual([orphan]);
+    expect(existsSync(quarantined(orphan, dayOfRun))).toBe(true);
+
+    // kept QUARANTINE_DAYS days at least: not purged 7 days later, purged once the quarantine day is 8 days old
+    ctx.advance(QUARANTINE_DAYS * 24 * 3600_000);
+    const kept = locationOf(await reconcile(), ctx.localStrategyId);
+    expect(kept.orphans_found).toBe(0);
+    expect(existsSync(quarantined(orphan, dayOfRun))).toBe(true);
+    ctx.advance(24 * 3600_000 + 60_000);
+    const dry = locationOf(await reconcile({ dry_run: true }), ctx.localStrategyId);
+    expect(existsSync(quarantined(orphan, dayOfRun))).toBe(true); // a dry run purges nothing
+    expect(dry.orphans_found).toBe(0);
+    await reconcile();
+    expect(existsSync(quarantined(orphan, dayOfRun))).toBe(false);
+    expect(existsSync(join(root, orphan))).toBe(false);
+  });
+
+  test("a live object found in the quarantine is moved back by the next run and served again", async () => {
+    const image = expectStatus(await ctx.upload(user.token, { bytes: await makeImage("png", 28, 28), filename: "q.png" }), 200).data;
+    const bytes = readFileSync(join(root, image.pathname));
+    // a mistake (by hand, or an earlier version's): the live object in the quarantine
+    const wrong = quarantined(image.pathname);
+    mkdirSync(dirname(wrong), { recursive: true });
+    renameSync(join(root, image.pathname), wrong);
+    expect(await served(image.pathname)).toBe(404);
+    const report = locationOf(await reconcile(), ctx.localStrategyId);
+    expect(report).toMatchObject({ records_missing_object: 0, missing_objects: [], errors: [] });
+    expect(Buffer.compare(readFileSync(join(root, image.pathname)), bytes)).toBe(0);
+    expect(existsSync(wrong)).toBe(false);
+    expect(await served(image.pathname)).toBe(200);
+  });
+
+  test("the quarantine, readiness probes and names this service does not write are never orphans", async () => {
+    const foreignInQuarantine = ".quarantine/not-a-date/2026/01/02/whatever-name-x.png";
+    const otherProbe = ".probe/someone-else.txt";
+    const lookalike = `.quarantine/${ctx.now().toISOString().slice(0, 10)}/${day}/${token()}.png`;
+    for (const path of [foreignInQuarantine, otherProbe, lookalike]) place(path, 30 * 24 * 3600_000);
+    ctx.advance(2 * GRACE_MS);
+    const report = locationOf(await reconcile(), ctx.localStrategyId);
+    expect(report.orphans).toEqual([]);
+    for (const path of [foreignInQuarantine, otherProbe, lookalike]) expect(existsSync(join(root, path))).toBe(true);
+  });
+});
+
+describe("location identity", () => {
+  const base = mkdtempSync(join(tmpdir(), "imghost-identity-"));
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+  test("local roots: symlinks, '..', roots not created yet and nesting are seen through; a dangling link is refused", async () => {
+    const real = join(base, "real");
+    mkdirSync(join(real, "thumbnails"), { recursive: true });
+    symlinkSync(real, join(base, "link"));
+    const id = (p: string) => localIdentity(p);
+    const a = await id(real);
+    expect(relate(a, await id(join(base, "link")))).toEqual({ kind: "same" });
+    expect(relate(a, await id(join(base, "link", "..", "real", ".")))).toEqual({ kind: "same" });
+    expect(relate(a, await id(join(base, "link", "thumbnails")))).toEqual({ kind: "inside", offset: "thumbnails" });
+    expect(relate(await id(join(base, "link", "thumbnails")), a)).toEqual({ kind: "contains", offset: "thumbnails" });
+    // not created yet, on either side
+    expect(relate(await id(join(base, "link", "later", "deeper")), await id(join(real, "later")))).toEqual({ kind: "contains", offset: "deeper" });
+    expect(relate(await id(join(base, "nowhere")), await id(join(base, "link", "..", "nowhere")))).toEqual({ kind: "same" });
+    expect(relate(a, await id(join(base, "elsewhere")))).toEqual({ kind: "apart" });
+    symlinkSync(join(base, "missing-target"), join(base, "dangling"));
+    await expect(id(join(base, "dangling", "uploads"))).rejects.toThrow("dangling");
+    expect(translatePath("thumbnails/2026/01/02/x.webp", { kind: "inside", offset: "thumbnails" })).toBe("2026/01/02/x.webp");
+    expect(translatePath("2026/01/02/x.webp", { kind: "contains", offset: "thumbnails" })).toBe("thumbnails/2026/01/02/x.webp");
+  });
+
+  test("S3 endpoints: loopback names, default ports, trailing slashes and AWS's default endpoint are one place", () => {
+    const same = (x: string | undefined, y: string | undefined, region?: string) => expect(normaliseS3Endpoint(x, region)).toBe(normaliseS3Endpoint(y, region));
+    same("http://localhost:9000", "http://127.0.0.1:9000/");
+    same("http://[::1]:9000", "http://127.0.0.1:9000");
+    same("http://LocalHost:80", "http://localhost");
+    same("https://minio.example.com.", "https://MINIO.example.com:443//");
+    same(undefined, "https://s3.us-east-1.amazonaws.com");
+    same(undefined, "https://s3.amazonaws.com");
+    same(undefined, "http://s3.eu-west-1.amazonaws.com/", "eu-west-1");
+    same("https://s3-eu-west-1.amazonaws.com", "https://s3.dualstack.eu-west-1.amazonaws.com");
+    expect(normaliseS3Endpoint(undefined, "eu-west-1")).not.toBe(normaliseS3Endpoint(undefined, "us-east-1"));
+    expect(normaliseS3Endpoint("http://127.0.0.1:9000", undefined)).not.toBe(normaliseS3Endpoint("http://127.0.0.1:9001", undefined));
+    expect(relate(s3Identity({ bucket: "b", prefix: "/site/" }), s3Identity({ bucket: "b", endpoint: "https://s3.amazonaws.com", prefix: "site" }))).toEqual({ kind: "same" });
+    expect(relate(s3Identity({ bucket: "b" }), s3Identity({ bucket: "b", prefix: "site-a" }))).toEqual({ kind: "inside", offset: "site-a" });
+    expect(relate(s3Identity({ bucket: "b" }), s3Identity({ bucket: "c" }))).toEqual({ kind: "apart" });
   });
 });
