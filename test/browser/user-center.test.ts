@@ -314,6 +314,7 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
       ["images", "/user/images"],
       ["upload", "/user/upload"],
       ["tokens", "/user/tokens"],
+      ["account", "/user/account"],
     ] as const) {
       await phone.goto(`${origin}${path}`, { waitUntil: "load" });
       await expectLabelledFields(phone);
