@@ -8,7 +8,7 @@ import { images, pendingRemovals, users } from "../src/db/schema.ts";
 import type { Deps } from "../src/deps.ts";
 import { removeImage } from "../src/services/delete.ts";
 import { LEASE_SECONDS } from "../src/services/limits.ts";
-import { finishRemovals, leaseUploadObjects, retryDelaySeconds, runDueRemovals } from "../src/services/removals.ts";
+import { finishRemovals, leaseUploadObjects, retryDelaySeconds, runDueRemovals, startRemovals } from "../src/services/removals.ts";
 import { randomToken } from "../src/services/secrets.ts";
 import { StorageRegistry } from "../src/storage/index.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
@@ -268,5 +268,18 @@ describe("the removal worker", () => {
     expect(onDisk(pathOf(up.url))).toBe(true);
     expect(await pendingFor([pathOf(up.url)])).toEqual([]);
     await expectStatus(await ctx.request(new URL(up.url).pathname), 200);
+  });
+
+  test("an instance's worker makes a pass as it starts: what a crash left is finished after a restart, not an interval later", async () => {
+    const path = `2026/01/07/${randomToken(15)}.png`;
+    const storage = ctx.deps.storage.for({ id: ctx.localStrategyId, driver: "local", config: {} });
+    await storage.put(path, png, "image/png");
+    await queueRemovals(ctx.db, ctx.localStrategyId, [path], "delete");
+    const worker = startRemovals(ctx.deps, 3_600_000);
+    const deadline = Date.now() + 10_000;
+    while (onDisk(path) && Date.now() < deadline) await Bun.sleep(20);
+    await worker.stop();
+    expect(onDisk(path)).toBe(false);
+    expect(await pendingFor([path])).toEqual([]);
   });
 });

@@ -91,6 +91,9 @@ export const users = pgTable(
     enabled: boolean("enabled").notNull().default(true),
     // null = the group's default capacity
     capacityKb: bigint("capacity_kb", { mode: "number" }),
+    // the sum of the account's images' own bytes (their `size`), exactly what its listing adds up to — not disk blocks,
+    // inodes or thumbnails (issue 15 item 12): the number of objects an account makes is bounded by its group's
+    // frequency limits (each accepted upload stores at most two objects), not by capacity
     usedBytes: bigint("used_bytes", { mode: "number" }).notNull().default(0),
     imageNum: integer("image_num").notNull().default(0),
     albumNum: integer("album_num").notNull().default(0),
