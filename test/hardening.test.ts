@@ -274,6 +274,15 @@ describe("images that cost more than they show", () => {
     expect(jpegScanCount(many)).toBe(50);
     const res = await ctx.upload(alice.token, { bytes: many, filename: "scans.jpg", contentType: "image/jpeg" });
     expect(expectStatus(res, 400).message).toBe(`The JPEG has 50 scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
+    // issue 15: one stray byte after the frame header (libjpeg skips it with a warning) no longer hides the scans
+    const sof = many.indexOf(Buffer.from([0xff, 0xc2]));
+    const afterFrame = sof + 2 + many.readUInt16BE(sof + 2);
+    const stray = Buffer.concat([many.subarray(0, afterFrame), Buffer.from([0x42]), many.subarray(afterFrame)]);
+    const cpuBefore = process.cpuUsage();
+    const refused = await ctx.upload(alice.token, { bytes: stray, filename: "stray.jpg", contentType: "image/jpeg" });
+    expect(expectStatus(refused, 400).message).toBe(`The JPEG has 50 scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
+    const cpu = process.cpuUsage(cpuBefore);
+    expect((cpu.user + cpu.system) / 1e6).toBeLessThan(1); // refused from its markers, not decoded
     const profile = expectStatus(await ctx.json("/api/v1/profile", { headers: ctx.bearer(alice.token) }), 200);
     expect([profile.data.image_num, profile.data.size]).toEqual([0, 0]);
   });

@@ -36,49 +36,49 @@ export async function inspectImage(bytes: Uint8Array): Promise<Inspection | null
 }
 
 /**
- * Counts the Start-Of-Scan markers of a JPEG by walking its segments and skipping entropy-coded data.
- * Decoding cost grows with scans × pixels: a legal progressive file of a few hundred KB can carry
- * hundreds of scans and take many seconds to decode, which the pixel limit alone does not catch.
+ * Counts the Start-Of-Scan markers of a JPEG the way libjpeg reads the stream, so that no byte pattern can hide
+ * a scan from the count: decoding cost grows with scans × pixels, and a legal progressive file of a few hundred KB
+ * can carry hundreds of scans. Between segments the decoder skips any byte that is not 0xFF ("extraneous bytes
+ * before marker" is only a warning), any run of 0xFF fill bytes, and a stuffed 0xFF00; inside entropy-coded data
+ * a 0xFF followed by fill bytes and then 0x00 is data, a restart marker is consumed, and anything else is the
+ * next marker. The walk ends at EOI or at the end of the bytes, as the decoder's does.
  */
 export function jpegScanCount(bytes: Uint8Array): number {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = bytes.length;
   let scans = 0;
   let pos = 2; // after SOI
-  while (pos + 3 < bytes.length) {
-    if (bytes[pos] !== 0xff) return scans; // malformed: the decoder will refuse it
-    const marker = bytes[pos + 1]!;
-    if (marker === 0xff) {
-      pos++; // fill byte
-      continue;
-    }
+  for (;;) {
+    // next_marker(): skip non-0xFF bytes, then fill bytes; 0xFF00 is no marker
+    while (pos < n && bytes[pos] !== 0xff) pos++;
+    while (pos < n && bytes[pos] === 0xff) pos++;
+    if (pos >= n) return scans;
+    const marker = bytes[pos++]!;
+    if (marker === 0x00) continue;
     if (marker === 0xd9) return scans; // EOI
-    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
-      pos += 2;
-      continue;
-    }
-    const length = (bytes[pos + 2]! << 8) | bytes[pos + 3]!;
-    pos += 2 + length;
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) continue; // parameterless (TEM, RSTn; a second SOI is the decoder's error)
+    if (pos + 1 >= n) return scans;
+    const length = (bytes[pos]! << 8) | bytes[pos + 1]!;
+    pos += length; // the length counts its own two bytes
     if (marker !== 0xda) continue;
     scans++;
-    // entropy-coded data runs to the next marker that is neither a stuffed 0xFF00 nor a restart marker
+    // entropy-coded data: runs to a 0xFF (after fill bytes) followed by neither 0x00 nor a restart marker
     for (;;) {
-      const ff = buf.indexOf(0xff, pos);
-      if (ff < 0) return scans;
-      const next = buf[ff + 1];
-      if (next === 0 || (next !== undefined && next >= 0xd0 && next <= 0xd7)) {
-        pos = ff + 2;
+      while (pos < n && bytes[pos] !== 0xff) pos++;
+      let next = pos;
+      while (next < n && bytes[next] === 0xff) next++;
+      if (next >= n) return scans;
+      const code = bytes[next]!;
+      if (code === 0x00 || (code >= 0xd0 && code <= 0xd7)) {
+        pos = next + 1;
         continue;
       }
-      pos = ff;
+      pos = next - 1; // at the 0xFF before the marker
       break;
     }
   }
-  return scans;
 }
 
 export const THUMBNAIL_BOX = 400;
-/** A backstop: sharp checks it only at progress points, so the scan count above is the real bound. */
-export const DECODE_TIMEOUT_SECONDS = 10;
 /** Scans a JPEG may have: common encoders write up to about 12; more is refused before decoding. */
 export const MAX_JPEG_SCANS = 32;
 
@@ -87,18 +87,23 @@ export const isOwnThumbnail = (size: { width: number; height: number }, mimetype
   size.width <= THUMBNAIL_BOX && size.height <= THUMBNAIL_BOX && mimetype !== "image/tiff";
 
 /**
+ * An image whose whole canvas fits the thumbnail box: at most 160,000 pixels of one frame (and at most
+ * MAX_JPEG_SCANS scans), so its decode costs a few milliseconds whatever its bytes and may run in-process.
+ */
+export const isSmall = (inspection: Inspection) =>
+  Math.max(inspection.width, inspection.declared.width) <= THUMBNAIL_BOX && Math.max(inspection.height, inspection.declared.height) <= THUMBNAIL_BOX;
+
+/**
  * Decodes the first frame once: it proves the bytes are a whole image, and yields a WebP thumbnail
- * fitting 400×400 (null when the image is its own thumbnail).
+ * fitting 400×400 (null when the image is its own thumbnail). `input` is the bytes or a file holding them.
  */
 export async function decodeAndThumbnail(
-  bytes: Uint8Array,
+  input: Uint8Array | string,
   size: { width: number; height: number },
   mimetype: string,
   maxPixels: number,
 ): Promise<Uint8Array | null> {
-  const image = sharp(bytes, { limitInputPixels: maxPixels, failOn: "error", animated: false, pages: 1 })
-    .rotate()
-    .timeout({ seconds: DECODE_TIMEOUT_SECONDS });
+  const image = sharp(input, { limitInputPixels: maxPixels, failOn: "error", animated: false, pages: 1 }).rotate();
   if (isOwnThumbnail(size, mimetype)) {
     // small: decoding is cheap, and it still proves the bytes are a whole image
     await image.raw().toBuffer();

@@ -5,8 +5,9 @@ import type { Strategy } from "../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
-import { DECODE_TIMEOUT_SECONDS, decodeAndThumbnail, type Inspection, inspectImage, MAX_JPEG_SCANS, THUMBNAIL_BOX } from "../images/inspect.ts";
-import { imageWork } from "./work-queue.ts";
+import { DecodeOverBudget, DecoderPool } from "../images/decoder.ts";
+import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS } from "../images/inspect.ts";
+import { defaultWorkQueueLimits, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, frequencyLimitsOf } from "./limits.ts";
@@ -251,6 +252,12 @@ function checkRetention(group: Group, expiredAt: Date | undefined, now: Date): D
   return expiredAt;
 }
 
+/**
+ * Decodes of images larger than the thumbnail box run in killable processes, as many as the work queue lets run
+ * at once: a decode that overruns DECODE_BUDGET_SECONDS is killed, whatever its bytes made the checks believe.
+ */
+const decoders = new DecoderPool(defaultWorkQueueLimits().concurrency);
+
 /** The objects to store: the file under a fresh unguessable name, and its thumbnail when it needs one. */
 interface Objects {
   upload: Upload;
@@ -268,13 +275,14 @@ interface Objects {
  * another's; an image that is its own thumbnail is cheap and goes straight through.
  */
 async function prepareObjects(upload: Upload, inspection: Inspection, group: Group, now: Date, subject: string): Promise<Objects> {
-  const decode = () =>
-    decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch((e: Error) => {
-      if (/timeout/i.test(e.message)) throw badRequest(`The image takes more than ${DECODE_TIMEOUT_SECONDS} seconds to decode.`);
-      throw notAValidImage(upload);
-    });
-  const small = inspection.width <= THUMBNAIL_BOX && inspection.height <= THUMBNAIL_BOX;
-  const thumbnail = small ? await decode() : await imageWork.run(subject, decode);
+  const refuse = (e: Error): never => {
+    if (e instanceof DecodeOverBudget) throw badRequest(`The image takes more than ${e.seconds} seconds to decode.`);
+    throw notAValidImage(upload);
+  };
+  const job = { size: { width: inspection.width, height: inspection.height }, mimetype: upload.mimetype, maxPixels: group.maxPixels };
+  const thumbnail = isSmall(inspection)
+    ? await decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch(refuse)
+    : await imageWork.run(subject, () => decoders.decode(upload.bytes, job).catch(refuse));
   const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
   const stem = randomToken(15); // 120 bits
   const name = `${stem}.${upload.extension}`;

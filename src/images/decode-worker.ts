@@ -1,0 +1,25 @@
+/**
+ * A decode process (see decoder.ts): takes one job at a time over IPC, reads the image from the file named in the
+ * job, and answers with the thumbnail. One libvips thread, so its wall time bounds its CPU time; the parent kills
+ * it when a job overruns its budget, which is the only way to really stop a decode.
+ */
+import sharp from "sharp";
+import { decodeAndThumbnail } from "./inspect.ts";
+import type { DecodeJob, DecodeAnswer } from "./decoder.ts";
+
+sharp.concurrency(1);
+sharp.cache(false);
+
+process.on("message", async (job: DecodeJob) => {
+  let answer: DecodeAnswer;
+  try {
+    const thumbnail = await decodeAndThumbnail(job.path, job.size, job.mimetype, job.maxPixels);
+    answer = { id: job.id, ok: true, thumbnail };
+  } catch (e) {
+    answer = { id: job.id, ok: false, message: (e as Error).message };
+  }
+  process.send!(answer);
+});
+// the server went away (even by SIGKILL): nothing is left to answer
+process.on("disconnect", () => process.exit(0));
+process.send!({ ready: true });

@@ -1,0 +1,218 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { unlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+
+/**
+ * The CPU budget of one decode, in seconds of CPU time. A decode runs in a process of its own on one libvips
+ * thread; the process's CPU time is read every CHECK_MS from /proc and past the budget it is killed (SIGKILL) and
+ * the upload refused. Wall time is capped too (WALL_FACTOR × the budget), for a process that waits instead of
+ * working and for systems without /proc. A 100 MP photo of 10 MB decodes in about 3 s of CPU on this hardware.
+ */
+export const DECODE_BUDGET_SECONDS = 8;
+const CHECK_MS = 100;
+const WALL_FACTOR = 3;
+/** A decode process left idle this long exits; the next decode starts another (about 0.1 s). */
+const IDLE_EXIT_MS = 5 * 60_000;
+
+export interface DecodeJob {
+  id: number;
+  path: string;
+  size: { width: number; height: number };
+  mimetype: string;
+  maxPixels: number;
+}
+
+export type DecodeAnswer = { id: number; ok: true; thumbnail: Uint8Array | null } | { id: number; ok: false; message: string };
+
+/** The decode overran its budget and its process was killed. */
+export class DecodeOverBudget extends Error {
+  constructor(readonly seconds: number) {
+    super(`decode over its budget of ${seconds} s`);
+  }
+}
+
+/** The decoder refused the bytes, or its process died on them. */
+export class DecodeFailed extends Error {}
+
+interface Running {
+  resolve: (thumbnail: Uint8Array | null) => void;
+  reject: (e: Error) => void;
+  timer: ReturnType<typeof setInterval>;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux architecture
+
+/** User + system CPU seconds of a process, from /proc/PID/stat; null where there is no /proc. */
+export function cpuSecondsOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // the command name (field 2) may hold spaces and parentheses: count fields after its closing parenthesis
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/** One decode process: one job at a time. */
+class DecodeProcess {
+  readonly process: Subprocess;
+  readonly ready: Promise<void>;
+  private running: Running | null = null;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  dead = false;
+
+  constructor(
+    script: string,
+    private readonly onExit: (p: DecodeProcess) => void,
+  ) {
+    let markReady!: () => void;
+    this.ready = new Promise((resolve) => (markReady = resolve));
+    this.process = Bun.spawn([process.execPath, script], {
+      stdio: ["ignore", "inherit", "inherit"],
+      serialization: "advanced",
+      env: { ...process.env, UV_THREADPOOL_SIZE: "2" },
+      ipc: (message: DecodeAnswer | { ready: true }) => {
+        if ("ready" in message) return markReady();
+        const job = this.running;
+        if (!job) return;
+        this.running = null;
+        clearInterval(job.timer);
+        if (message.ok) job.resolve(message.thumbnail === null ? null : new Uint8Array(message.thumbnail));
+        else job.reject(new DecodeFailed(message.message));
+      },
+      onExit: (_p, code, signal) => {
+        this.dead = true;
+        if (this.idleTimer) clearTimeout(this.idleTimer);
+        const job = this.running;
+        this.running = null;
+        if (job) {
+          clearInterval(job.timer);
+          job.reject(new DecodeFailed(`the decode process exited (${signal ?? code})`));
+        }
+        markReady();
+        this.onExit(this);
+      },
+    });
+    this.process.unref();
+  }
+
+  async run(job: Omit<DecodeJob, "id">, id: number, budgetSeconds: number): Promise<Uint8Array | null> {
+    await this.ready;
+    if (this.dead) throw new DecodeFailed("the decode process could not start");
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    return new Promise<Uint8Array | null>((resolve, reject) => {
+      const started = Date.now();
+      const cpuBefore = cpuSecondsOf(this.process.pid) ?? 0;
+      const timer = setInterval(() => {
+        const cpu = (cpuSecondsOf(this.process.pid) ?? cpuBefore) - cpuBefore;
+        if (cpu <= budgetSeconds && Date.now() - started <= budgetSeconds * 1000 * WALL_FACTOR) return;
+        clearInterval(timer);
+        this.running = null;
+        this.dead = true;
+        this.process.kill("SIGKILL");
+        reject(new DecodeOverBudget(budgetSeconds));
+      }, Math.min(CHECK_MS, budgetSeconds * 1000));
+      this.running = { resolve, reject, timer };
+      try {
+        this.process.send({ ...job, id });
+      } catch (e) {
+        clearInterval(timer);
+        this.running = null;
+        reject(new DecodeFailed(`the decode process is gone (${(e as Error).message})`));
+      }
+    }).finally(() => {
+      if (!this.dead) this.idleTimer = setTimeout(() => this.process.kill(), IDLE_EXIT_MS);
+      this.idleTimer?.unref?.();
+    });
+  }
+}
+
+/**
+ * Decodes in processes that can be killed: the hard stop behind the checks that judge an image from its header
+ * (pixel limit, JPEG scan count). The image reaches a process as a temporary file (in /dev/shm when there is one:
+ * memory, no disk), which costs far less than copying it through IPC; the thumbnail comes back over IPC. At most
+ * `size` processes; the fair work queue in front bounds how many decodes run, so a process is free for each.
+ */
+export class DecoderPool {
+  private readonly idle: DecodeProcess[] = [];
+  private readonly waiting: ((p: DecodeProcess) => void)[] = [];
+  private live = 0;
+  private nextId = 0;
+  private dir: string | null = null;
+  private readonly script = join(import.meta.dir, "decode-worker.ts");
+  private readonly all = new Set<DecodeProcess>();
+
+  constructor(
+    private readonly size: number,
+    private readonly budgetSeconds = DECODE_BUDGET_SECONDS,
+  ) {}
+
+  async decode(bytes: Uint8Array, job: Omit<DecodeJob, "id" | "path">): Promise<Uint8Array | null> {
+    const path = join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`);
+    await writeFile(path, bytes, { mode: 0o600 });
+    const worker = await this.take();
+    try {
+      return await worker.run({ ...job, path }, ++this.nextId, this.budgetSeconds);
+    } finally {
+      this.give(worker);
+      await unlink(path).catch(() => {});
+    }
+  }
+
+  private take(): Promise<DecodeProcess> {
+    const ready = this.idle.pop();
+    if (ready) return Promise.resolve(ready);
+    if (this.live < this.size) {
+      this.live++;
+      return Promise.resolve(this.spawn());
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private give(worker: DecodeProcess) {
+    if (worker.dead) return; // forget() has already made room
+    const next = this.waiting.shift();
+    if (next) next(worker);
+    else this.idle.push(worker);
+  }
+
+  /** The process ids of the live decode processes. */
+  pids(): number[] {
+    return [...this.all].map((p) => p.process.pid);
+  }
+
+  private spawn(): DecodeProcess {
+    const worker = new DecodeProcess(this.script, (p) => this.forget(p));
+    this.all.add(worker);
+    return worker;
+  }
+
+  private forget(worker: DecodeProcess) {
+    this.all.delete(worker);
+    const i = this.idle.indexOf(worker);
+    if (i >= 0) this.idle.splice(i, 1);
+    this.live--;
+    const next = this.waiting.shift();
+    if (next) {
+      this.live++;
+      next(this.spawn());
+    }
+  }
+
+  private tempDir(): string {
+    if (this.dir && existsSync(this.dir)) return this.dir;
+    const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    let dir: string;
+    try {
+      dir = mkdtempSync(join(base, "imagehost-decode-"));
+    } catch {
+      dir = mkdtempSync(join(tmpdir(), "imagehost-decode-"));
+    }
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    return (this.dir = dir);
+  }
+}
