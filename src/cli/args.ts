@@ -58,10 +58,12 @@ export function parseCommandArgs(argv: string[], words: string, cmd: Command): C
   }
 
   const given = new Map<string, string>();
+  const repeatable = new Set((cmd.repeatable ?? []).map((name) => flag(name).slice(2)));
   for (const token of parsed.tokens) {
     if (token.kind !== "option" || Object.hasOwn(EVERY_COMMAND, token.name)) continue;
-    if (given.has(token.name)) throw usageError(`option --${token.name} given twice`);
-    given.set(token.name, token.value ?? "true");
+    const value = token.value ?? "true";
+    if (given.has(token.name) && !repeatable.has(token.name)) throw usageError(`option --${token.name} given twice`);
+    given.set(token.name, given.has(token.name) ? `${given.get(token.name)}\0${value}` : value);
   }
 
   const positionals = parsed.positionals.slice(2);

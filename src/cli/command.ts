@@ -28,6 +28,8 @@ export interface Command<A extends string = string, O extends string = string> {
   options: readonly O[];
   /** The options that take no value (`--dry-run`): given, they read as "true" in `options`. */
   flags?: readonly O[];
+  /** Options (among `options`) that may be given more than once: read them with `optionList`. */
+  repeatable?: readonly O[];
   run(invocation: Invocation<A, O>): Promise<void>;
 }
 
@@ -58,6 +60,9 @@ export const synopsis = (words: string, c: Command) => [words, c.usage].filter(B
 
 /** How an option is typed: `max_file_size_kb` → `--max-file-size-kb`. */
 export const flag = (name: string) => `--${name.replaceAll("_", "-")}`;
+
+/** Every value of a repeatable option, in the order given (they are joined with NUL, which no argument can hold). */
+export const optionList = (value: string | undefined): string[] => (value === undefined ? [] : value.split("\0"));
 
 /** The value of an option the command cannot do without. */
 export function requireOption<O extends string>(inv: Invocation<string, O>, name: O, placeholder: string): string {

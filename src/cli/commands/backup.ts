@@ -4,7 +4,7 @@
  */
 import { type Env, parseEnv } from "../../env.ts";
 import { BackupError, createBackup, restoreBackup } from "../../services/backup/index.ts";
-import { command, type CommandGroup } from "../command.ts";
+import { command, type CommandGroup, optionList } from "../command.ts";
 import { CliError } from "../errors.ts";
 
 const RECIPE = "On PostgreSQL (DATABASE_URL) back up with pg_dump and the storage's own tools: see 'Backups' in README.md.";
@@ -51,13 +51,21 @@ export const backupCommands: CommandGroup = {
       },
     }),
     restore: command({
-      usage: "<file>",
+      usage: "<file> [--allow-root <dir>]...",
       summary: "Restore an archive into an empty or new DATA_DIR (server stopped), verifying every checksum",
+      notes: [
+        "    Writes only under DATA_DIR, and under directories confirmed with --allow-root (repeatable; it or its parent must exist),",
+        "    where the archive's local strategies with a root of their own outside DATA_DIR had it; never into DATA_DIR/postgres.",
+        "    The whole archive is checked before anything is written.",
+      ],
       args: ["file"],
-      async run({ args, out }) {
+      options: ["allow_root"],
+      repeatable: ["allow_root"],
+      async run({ args, options, out }) {
         const env = readEnv();
         if (env.DATABASE_URL) throw new CliError("DATABASE_URL is set: restore restores the embedded database only", [RECIPE]);
-        const summary = await reported(() => restoreBackup({ dataDir: env.DATA_DIR, file: args.file }));
+        const allowRoots = optionList(options.allow_root);
+        const summary = await reported(() => restoreBackup({ dataDir: env.DATA_DIR, file: args.file, allowRoots }));
         out.result(summary, () => {
           const dropped = summary.dropped_images > 0 ? ` (${summary.dropped_images} images deleted during the backup removed)` : "";
           out.line(

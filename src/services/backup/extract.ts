@@ -1,27 +1,60 @@
-/** Reading an archive: each entry written where it belongs in the staging directories, and hashed. */
+/**
+ * Reading an archive, twice. The first pass (`inspectArchive`) writes nothing: it checks the manifest, names every
+ * entry (a table's rows, the admin token, an object of a root the manifest declares, at a safe relative path),
+ * and hashes every entry, so a restore refuses a crafted or damaged archive before it writes anything. The second
+ * pass (`extractArchive`) writes each entry where the restore's plan puts it, hashing again: the file must still
+ * be the one inspected (same manifest, same sha256 for every entry).
+ */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
-import { dirname, join, resolve, sep } from "node:path";
+import { dirname } from "node:path";
 import type { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import tar from "tar-stream";
-import { ADMIN_TOKEN, BackupError, isSafeRelativePath, MANIFEST, type Manifest, OBJECT_LIST, type ObjectList } from "./format.ts";
-import { checkManifest } from "./manifest.ts";
-import { assertEmpty, type Staged, stageDirectory } from "./staging.ts";
+import { ADMIN_TOKEN, BackupError, isSafeRelativePath, MANIFEST, type Manifest, OBJECT_LIST, type ObjectList, sha256Hex } from "./format.ts";
+import { checkManifest, checkObjectList } from "./manifest.ts";
 
-export interface Extracted {
+/** What an entry of the archive is. */
+export type EntryKind =
+  | { kind: "table"; table: string }
+  | { kind: "admin-token" }
+  /** An object: `prefix` is a root the manifest declares, `path` a safe relative path ('/'-separated). */
+  | { kind: "object"; prefix: string; path: string };
+
+export interface Inspected {
   manifest: Manifest;
+  /** sha256 of the manifest entry's bytes: the second pass must read the same manifest. */
+  manifestSha256: string;
   objects: ObjectList;
-  /** Every entry written, by name: its size and sha256. */
+  /** Every entry but the two manifests, by name: its size and sha256. */
   entries: Map<string, { bytes: number; sha256: string }>;
-  /** Directories objects were written to (synced before the rename). */
-  targets: Set<string>;
 }
 
-/** Reads the archive once, writing every entry where it belongs in the staging directories and hashing it. */
-export async function extract(file: string, dataDir: string, main: Staged, others: Map<string, Staged>, work: string): Promise<Extracted> {
+/** Where the second pass writes an entry (absolute path), and with which mode. */
+export type Placement = (name: string, entry: EntryKind) => { target: string; mode: number };
+
+/** An archive entry's name, as the manifest allows it; anything else is refused. */
+function classify(name: string, manifest: Manifest): EntryKind {
+  const table = manifest.database.tables.find((t) => t.file === name);
+  if (table) return { kind: "table", table: table.name };
+  if (name === ADMIN_TOKEN && manifest.files.some((f) => f.name === ADMIN_TOKEN)) return { kind: "admin-token" };
+  const root = manifest.storage.roots.find((r) => name.startsWith(`${r.prefix}/`));
+  const path = root ? name.slice(root.prefix.length + 1) : "";
+  if (!root || !isSafeRelativePath(path)) throw new BackupError(`the archive holds an unexpected entry: ${JSON.stringify(name)}`);
+  return { kind: "object", prefix: root.prefix, path };
+}
+
+/**
+ * Walks the archive: the manifest first, then each entry (`onEntry` consumes its bytes), then the object list last.
+ * Refuses an entry that is not a plain file, a name given twice, and an entry after the object list.
+ */
+async function walk(
+  file: string,
+  onManifest: (bytes: Buffer) => Manifest,
+  onEntry: (name: string, kind: EntryKind, manifest: Manifest, source: AsyncIterable<unknown>) => Promise<{ bytes: number; sha256: string }>,
+) {
   const head = Buffer.alloc(2);
   const fd = await open(file, "r");
   try {
@@ -37,51 +70,27 @@ export async function extract(file: string, dataDir: string, main: Staged, other
   feeding.catch(() => {});
 
   let manifest: Manifest | undefined;
+  let manifestSha256 = "";
   let objects: ObjectList | undefined;
   const entries = new Map<string, { bytes: number; sha256: string }>();
-  const targets = new Set<string>();
-  /** Archive prefix (`uploads`, `roots/0`) → directory the objects go to. */
-  const rootDirs = new Map<string, string>();
-  const createdDirs = new Set<string>();
-
   try {
     for await (const entry of extractor) {
       const { name, type } = entry.header;
-      if (type !== "file") throw new BackupError(`the archive holds ${name} of type ${type}: not an archive of this tool`);
-      if (entries.has(name) || name === MANIFEST && manifest) throw new BackupError(`the archive holds ${name} twice`);
+      if (type !== "file") throw new BackupError(`the archive holds ${JSON.stringify(name)} of type ${type}: not an archive of this tool`);
+      if (entries.has(name) || (name === MANIFEST && manifest)) throw new BackupError(`the archive holds ${name} twice`);
       if (!manifest) {
         if (name !== MANIFEST) throw new BackupError(`${file} is not a backup of this service (its first entry is ${name}, not ${MANIFEST})`);
-        manifest = checkManifest(JSON.parse((await collect(entry)).toString("utf8")));
-        for (const root of manifest.storage.roots) rootDirs.set(root.prefix, await rootDirectory(root, dataDir, main, others));
-        continue;
-      }
-      if (name === OBJECT_LIST) {
-        objects = JSON.parse((await collect(entry)).toString("utf8")) as ObjectList;
+        const bytes = await collect(entry);
+        manifestSha256 = sha256Hex(bytes);
+        manifest = onManifest(bytes);
         continue;
       }
       if (objects) throw new BackupError(`the archive holds ${name} after ${OBJECT_LIST}`);
-      let target: string | undefined;
-      let mode = 0o644;
-      const table = manifest.database.tables.find((t) => t.file === name);
-      if (table) {
-        target = join(work, `${table.name}.copy`);
-        mode = 0o600;
-      } else if (name === ADMIN_TOKEN && manifest.files.some((f) => f.name === ADMIN_TOKEN)) {
-        target = join(main.path, ADMIN_TOKEN);
-        mode = 0o600;
-      } else {
-        const root = [...rootDirs.keys()].find((prefix) => name.startsWith(`${prefix}/`));
-        const path = root === undefined ? "" : name.slice(root.length + 1);
-        if (root === undefined || !isSafeRelativePath(path)) throw new BackupError(`the archive holds an unexpected entry: ${name}`);
-        target = join(rootDirs.get(root)!, ...path.split("/"));
+      if (name === OBJECT_LIST) {
+        objects = checkObjectList(JSON.parse((await collect(entry)).toString("utf8")));
+        continue;
       }
-      const dir = dirname(target);
-      if (!createdDirs.has(dir)) {
-        await mkdir(dir, { recursive: true });
-        createdDirs.add(dir);
-      }
-      if (!table && name !== ADMIN_TOKEN) targets.add(dir);
-      entries.set(name, await writeEntry(entry, target, mode));
+      entries.set(name, await onEntry(name, classify(name, manifest), manifest, entry));
     }
     await feeding;
   } catch (e) {
@@ -95,7 +104,41 @@ export async function extract(file: string, dataDir: string, main: Staged, other
   }
   if (!manifest) throw new BackupError(`${file} is empty or not a tar archive`);
   if (!objects) throw new BackupError(`${file} is incomplete: it ends before ${OBJECT_LIST} (an interrupted copy?)`);
-  return { manifest, objects, entries, targets };
+  return { manifest, manifestSha256, objects, entries };
+}
+
+/** The first pass: every check, every sha256, nothing written. */
+export function inspectArchive(file: string): Promise<Inspected> {
+  return walk(
+    file,
+    (bytes) => checkManifest(JSON.parse(bytes.toString("utf8"))),
+    (_name, _kind, _manifest, source) => hashEntry(source),
+  );
+}
+
+/**
+ * The second pass: each entry written where `place` says (directories created as needed), hashed. Returns what
+ * it read, to verify again; refuses an archive whose manifest is not the inspected one.
+ */
+export async function extractArchive(file: string, inspected: Inspected, place: Placement): Promise<Inspected & { directories: Set<string> }> {
+  const directories = new Set<string>();
+  const read = await walk(
+    file,
+    (bytes) => {
+      if (sha256Hex(bytes) !== inspected.manifestSha256) throw new BackupError(`${file} changed during the restore: its manifest is not the one checked`);
+      return inspected.manifest;
+    },
+    async (name, kind, _manifest, source) => {
+      const { target, mode } = place(name, kind);
+      const dir = dirname(target);
+      if (!directories.has(dir)) {
+        await mkdir(dir, { recursive: true });
+        directories.add(dir);
+      }
+      return writeEntry(source, target, mode);
+    },
+  );
+  return { ...read, directories };
 }
 
 async function collect(stream: AsyncIterable<unknown>): Promise<Buffer> {
@@ -110,7 +153,18 @@ async function collect(stream: AsyncIterable<unknown>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Writes one entry to `target` (fsynced), hashing it. */
+async function hashEntry(source: AsyncIterable<unknown>): Promise<{ bytes: number; sha256: string }> {
+  const hash = createHash("sha256");
+  let bytes = 0;
+  for await (const chunk of source) {
+    if (!(chunk instanceof Uint8Array)) throw new BackupError("the archive yields an unexpected chunk");
+    hash.update(chunk);
+    bytes += chunk.length;
+  }
+  return { bytes, sha256: hash.digest("hex") };
+}
+
+/** Writes one entry to `target` (a new file: never through an existing one; fsynced), hashing it. */
 async function writeEntry(source: AsyncIterable<unknown>, target: string, mode: number): Promise<{ bytes: number; sha256: string }> {
   const hash = createHash("sha256");
   let bytes = 0;
@@ -128,22 +182,3 @@ async function writeEntry(source: AsyncIterable<unknown>, target: string, mode: 
   }
   return { bytes, sha256: hash.digest("hex") };
 }
-
-/**
- * Where the objects of a root go: DATA_DIR/uploads for the default root; for a root of its own, its configured
- * directory (resolved as the server resolves it), inside the staging directory when it lies within DATA_DIR,
- * otherwise staged on its own; it must be empty or absent.
- */
-async function rootDirectory(root: Manifest["storage"]["roots"][number], dataDir: string, main: Staged, others: Map<string, Staged>) {
-  if (root.config_root === null) return join(main.path, "uploads");
-  const dir = resolve(root.config_root);
-  if (dir === dataDir) throw new BackupError(`a local strategy's root is DATA_DIR itself (${dir}): restore its objects by hand`);
-  if (dir.startsWith(dataDir + sep)) return join(main.path, dir.slice(dataDir.length + 1));
-  const existing = others.get(dir);
-  if (existing) return existing.path;
-  await assertEmpty(dir, `the root of local strategies ${root.strategy_ids.join(", ")}`);
-  const staged = await stageDirectory(dir);
-  others.set(dir, staged);
-  return staged.path;
-}
-

@@ -1,15 +1,51 @@
 /** The checks of an archive's manifest and of its entries against it. */
 import { readMigrationFiles } from "drizzle-orm/migrator";
+import { z } from "zod";
 import { migrationsFolder } from "../../db/client.ts";
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BackupError, DEFAULT_ROOT_PREFIX, type Manifest, OBJECT_LIST, type ObjectList } from "./format.ts";
 
-/** The manifest's format and schema level, against this build's. */
+const count = z.number().int().min(0);
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
+const identifier = z.string().regex(/^[a-z_][a-z0-9_]*$/);
+/** A path as an operator may have configured it: text without NUL or other control characters. */
+const configuredPath = z.string().min(1).max(4096).regex(/^[^\u0000-\u001f]+$/);
+
+/** The manifest's shape: every field the restore reads, typed and bounded (a crafted manifest is refused whole). */
+const ManifestShape = z.object({
+  format: z.literal(BACKUP_FORMAT),
+  format_version: z.number(),
+  app_version: z.string().max(100),
+  database: z.object({
+    migrations: z.array(z.object({ tag: z.string().max(200).nullable(), hash: z.string().max(200), created_at: z.number() })).min(1),
+    tables: z.array(z.object({ name: identifier, file: z.string(), columns: z.array(identifier).min(1), rows: count, bytes: count, sha256 })),
+    sequences: z.array(z.object({ table: identifier, column: identifier, sequence: z.string().max(300), last_value: z.number().int().nullable() })),
+  }),
+  storage: z.object({
+    roots: z.array(z.object({ prefix: z.string(), config_root: configuredPath.nullable(), strategy_ids: z.array(count) })),
+    s3_strategy_ids: z.array(count),
+  }),
+  files: z.array(z.object({ name: z.literal("admin-token"), bytes: count, sha256 })).max(1),
+});
+
+const ObjectListShape = z.object({
+  count,
+  bytes: count,
+  objects: z.array(z.object({ name: z.string(), bytes: count, sha256 })),
+  dropped_images: z.array(z.object({ id: count, key: z.string(), missing: z.array(z.string()) })),
+  s3_images: count,
+});
+
+const problems = (error: z.ZodError) => error.issues.slice(0, 10).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+
+/** The manifest's shape, format and schema level, against this build's. */
 export function checkManifest(value: unknown): Manifest {
   const m = value as Manifest;
   if (m?.format !== BACKUP_FORMAT) throw new BackupError(`not a backup of this service (format ${JSON.stringify(m?.format)})`);
   if (m.format_version !== BACKUP_FORMAT_VERSION) {
     throw new BackupError(`the archive's format version is ${m.format_version}; this build reads version ${BACKUP_FORMAT_VERSION}: restore it with the version that made it (${m.app_version})`);
   }
+  const shape = ManifestShape.safeParse(value);
+  if (!shape.success) throw new BackupError("the archive's manifest is malformed: nothing was restored", problems(shape.error));
   const known = readMigrationFiles({ migrationsFolder });
   for (const [i, migration] of m.database.migrations.entries()) {
     const ours = known[i];
@@ -20,13 +56,25 @@ export function checkManifest(value: unknown): Manifest {
       );
     }
   }
+  const names = new Set<string>();
   for (const t of m.database.tables) {
-    if (!/^[a-z_][a-z0-9_]*$/.test(t.name) || t.file !== `db/${t.name}.copy`) throw new BackupError(`the manifest names an unexpected table: ${t.name}`);
+    if (t.file !== `db/${t.name}.copy` || names.has(t.name)) throw new BackupError(`the manifest names an unexpected table: ${t.name}`);
+    names.add(t.name);
   }
+  const prefixes = new Set<string>();
   for (const root of m.storage.roots) {
-    if (root.prefix !== DEFAULT_ROOT_PREFIX && !/^roots\/\d+$/.test(root.prefix)) throw new BackupError(`the manifest names an unexpected root: ${root.prefix}`);
+    const expected = root.config_root === null ? root.prefix === DEFAULT_ROOT_PREFIX : /^roots\/\d+$/.test(root.prefix);
+    if (!expected || prefixes.has(root.prefix)) throw new BackupError(`the manifest names an unexpected root: ${root.prefix}`);
+    prefixes.add(root.prefix);
   }
   return m;
+}
+
+/** The object list's shape (it comes last in the archive and says which images to drop). */
+export function checkObjectList(value: unknown): ObjectList {
+  const shape = ObjectListShape.safeParse(value);
+  if (!shape.success) throw new BackupError(`the archive's ${OBJECT_LIST} is malformed: nothing was restored`, problems(shape.error));
+  return value as ObjectList;
 }
 
 /** Every entry the manifests name is there, with its size and sha256, and nothing else is. */

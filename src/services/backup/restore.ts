@@ -11,37 +11,64 @@ import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { startEmbeddedPostgres } from "../../db/embedded.ts";
-import { BackupError, fsyncDirectory, type RestoreSummary } from "./format.ts";
-import { extract } from "./extract.ts";
+import { LocationError, realLocation } from "../../storage/location.ts";
+import { ADMIN_TOKEN, BackupError, fsyncDirectory, type RestoreSummary } from "./format.ts";
+import { extractArchive, inspectArchive } from "./extract.ts";
 import { loadDatabase } from "./load.ts";
 import { verify } from "./manifest.ts";
+import { planRoots } from "./roots.ts";
 import { assertEmpty, type Staged, stageDirectory } from "./staging.ts";
 
 export interface RestoreOptions {
   dataDir: string;
   file: string;
+  /** Directories outside DATA_DIR the operator confirms the archive's local roots may be restored to (roots.ts). */
+  allowRoots?: string[];
 }
 
 /**
- * Restores an archive into an empty or absent DATA_DIR: verifies the manifest and every entry's sha256, makes a new
- * cluster at the archive's schema level, copies the rows in, removes the images the backup left out, applies this
- * build's newer migrations and writes the objects. Built in a staging directory and renamed into place only when
- * complete: a failure leaves DATA_DIR as it was.
+ * Restores an archive into an empty or absent DATA_DIR. First, writing nothing: reads the whole archive, checking
+ * the manifest and every entry's name and sha256, and checks every root the manifest names against the rule of
+ * roots.ts (under DATA_DIR or a confirmed --allow-root, never the database directory); any refusal ends the
+ * restore there. Then makes a new cluster at the archive's schema level, copies the rows in, removes the images
+ * the backup left out, applies this build's newer migrations and writes the objects (reading the archive again
+ * and verifying it again). Built in staging directories and moved into place only when complete: a failure leaves
+ * DATA_DIR and the roots as they were.
  */
 export async function restoreBackup(options: RestoreOptions): Promise<RestoreSummary> {
   const t0 = performance.now();
   const dataDir = resolve(options.dataDir);
   const file = resolve(options.file);
   if (!existsSync(file)) throw new BackupError(`${file} does not exist`);
-  await assertEmpty(dataDir, "DATA_DIR");
+  let dataReal: string;
+  try {
+    dataReal = (await realLocation(dataDir)).real;
+  } catch (e) {
+    if (e instanceof LocationError) throw new BackupError(`DATA_DIR ${e.message}`);
+    throw e;
+  }
+  await assertEmpty(dataReal, "DATA_DIR");
 
-  const main = await stageDirectory(dataDir);
-  const others = new Map<string, Staged>(); // roots of their own outside DATA_DIR, by absolute path
+  // nothing is written before this point
+  const inspected = await inspectArchive(file);
+  verify(inspected.manifest, inspected.objects, inspected.entries);
+  const plan = await planRoots(inspected.manifest, dataReal, options.allowRoots ?? []);
+  for (const dir of plan.outside) await assertEmpty(dir, "the root of local strategies");
+
+  const main = await stageDirectory(dataReal);
+  const others = new Map<string, Staged>(); // roots outside DATA_DIR, by real path
   const work = join(main.path, ".restore");
   let server: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
   try {
+    for (const dir of plan.outside) others.set(dir, await stageDirectory(dir, { inside: true }));
     await mkdir(work, { recursive: true, mode: 0o700 });
-    const { manifest, objects, entries, targets } = await extract(file, dataDir, main, others, work);
+    const { manifest, objects, entries, directories } = await extractArchive(file, inspected, (name, entry) => {
+      if (entry.kind === "table") return { target: join(work, `${entry.table}.copy`), mode: 0o600 };
+      if (entry.kind === "admin-token") return { target: join(main.path, ADMIN_TOKEN), mode: 0o600 };
+      const root = plan.roots.get(entry.prefix)!;
+      const base = root.base === null ? main.path : others.get(root.base)!.path;
+      return { target: join(base, root.relative, ...entry.path.split("/")), mode: 0o644 };
+    });
     verify(manifest, objects, entries);
 
     server = await startEmbeddedPostgres(join(main.path, "postgres"));
@@ -50,7 +77,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreSum
     server = undefined;
 
     await rm(work, { recursive: true, force: true });
-    for (const dir of targets) await fsyncDirectory(dir);
+    for (const dir of directories) if (!dir.startsWith(work)) await fsyncDirectory(dir);
     for (const staged of others.values()) await staged.commit();
     await main.commit();
     return {

@@ -33,15 +33,17 @@ export interface Staged {
 
 /**
  * A staging directory for `target` (absent or empty): beside it, renamed over it at commit (atomic); inside it
- * when it is a mount point (an empty volume, which cannot be renamed over), its entries moved up at commit.
+ * when it is a mount point (an empty volume, which cannot be renamed over) or when `inside` is asked (a root
+ * outside DATA_DIR: a restore writes nothing beside a directory the operator confirmed, only in it), its entries
+ * moved up at commit. A target created here is removed again by abort.
  */
-export async function stageDirectory(target: string): Promise<Staged> {
+export async function stageDirectory(target: string, options: { inside?: boolean } = {}): Promise<Staged> {
   const suffix = randomBytes(4).toString("hex");
   const parent = dirname(target);
-  await mkdir(parent, { recursive: true });
   const exists = existsSync(target);
+  if (!options.inside) await mkdir(parent, { recursive: true });
   const mountPoint = exists && (await stat(target)).dev !== (await stat(parent)).dev;
-  if (!mountPoint) {
+  if (!mountPoint && !options.inside) {
     const path = `${target}.restoring-${suffix}`;
     await mkdir(path, { mode: 0o755 });
     return {
@@ -55,6 +57,8 @@ export async function stageDirectory(target: string): Promise<Staged> {
       abort: () => rm(path, { recursive: true, force: true }),
     };
   }
+  // only `target` and directories between it and its deepest existing ancestor are created (removed again by abort)
+  const created = exists ? undefined : await mkdir(target, { recursive: true, mode: 0o755 });
   const path = join(target, `.restoring-${suffix}`);
   await mkdir(path, { mode: 0o700 });
   return {
@@ -66,6 +70,9 @@ export async function stageDirectory(target: string): Promise<Staged> {
       await rmdir(path);
       await fsyncDirectory(target);
     },
-    abort: () => rm(path, { recursive: true, force: true }),
+    async abort() {
+      await rm(path, { recursive: true, force: true });
+      if (created) await rm(created, { recursive: true, force: true });
+    },
   };
 }
