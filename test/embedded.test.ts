@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { openEmbedded, openPglite } from "../src/db/client.ts";
-import { startEmbeddedPostgres } from "../src/db/embedded.ts";
+import { processStartTime, processState, startEmbeddedPostgres } from "../src/db/embedded.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 
 /** The embedded PostgreSQL (src/db/embedded.ts): lifecycle, leftovers, the import of an earlier PGlite directory. */
@@ -65,6 +65,55 @@ describe("embedded PostgreSQL", () => {
     const groups = await again.db.execute(sql`select count(*)::int as n from groups`);
     expect((groups as unknown as { n: number }[])[0]!.n).toBe(2);
     await again.close();
+
+    // the lock names its holder by pid and start time: a live holder is refused at once, a reused pid is not one
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const start = processStartTime(other.pid);
+      writeFileSync(join(dataDir, "server.lock"), `${other.pid} ${start ?? ""}\n`);
+      const t0 = performance.now();
+      await expect(openEmbedded(dataDir)).rejects.toThrow(`is in use by process ${other.pid}`);
+      expect(performance.now() - t0).toBeLessThan(3000);
+      if (start !== undefined) {
+        writeFileSync(join(dataDir, "server.lock"), `${other.pid} ${Number(start) - 1}\n`); // the pid of a process long gone, reused
+        const taken = await openEmbedded(dataDir);
+        expect(readFileSync(join(dataDir, "server.lock"), "utf8").split(" ")[0]).toBe(String(process.pid));
+        await taken.close();
+      }
+    } finally {
+      other.kill();
+    }
+  });
+
+  test.skipIf(process.platform !== "linux")("processState: a zombie is dead, a killed process is exiting or dead, a reused pid is dead", async () => {
+    const child = Bun.spawn(["sleep", "30"]);
+    const start = processStartTime(child.pid)!;
+    expect(processState(child.pid)).toBe("running");
+    expect(processState(child.pid, start)).toBe("running");
+    expect(processState(child.pid, String(Number(start) + 1))).toBe("dead");
+    // a zombie: its parent (sh, then exec'd into a sleep that never waits) does not reap it; kill(pid, 0) still succeeds on it
+    const parent = Bun.spawn(["sh", "-c", "sleep 0.05 & exec sleep 30"]);
+    try {
+      let zombie = 0;
+      for (const deadline = Date.now() + 5000; !zombie && Date.now() < deadline; await Bun.sleep(20)) {
+        for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+          try {
+            const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+            const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+            if (Number(ppid) === parent.pid && state === "Z") zombie = Number(name);
+          } catch {}
+        }
+      }
+      expect(zombie).toBeGreaterThan(0);
+      expect(alive(zombie)).toBe(true);
+      expect(processState(zombie)).toBe("dead");
+    } finally {
+      parent.kill();
+    }
+    child.kill("SIGKILL");
+    expect(["exiting", "dead"]).toContain(processState(child.pid));
+    await child.exited;
+    expect(processState(child.pid)).toBe("dead");
   });
 
   test("a postmaster left running by a server that died is stopped at the next start", async () => {
@@ -109,7 +158,7 @@ describe("embedded PostgreSQL", () => {
 
   test("an earlier version's PGlite DATA_DIR/db is copied in once and kept aside", async () => {
     const dataDir = tempDir();
-    chmodSync(dataDir, 0o700); // the server runs as "postgres" under root: it must still reach the directory
+    chmodSync(dataDir, 0o700); // under root PostgreSQL runs in a user namespace (or as "postgres"): it must still reach a mode-700 directory
     const lite = await openPglite(join(dataDir, "db"));
     await lite.migrate();
     await seedDatabase(lite.db);
