@@ -8,6 +8,7 @@ import { runningServerConnection } from "../src/db/embedded.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 import { sessions, uploadLeases } from "../src/db/schema.ts";
 import type { Deps } from "../src/deps.ts";
+import { defaultBodyGateLimits } from "../src/http/body-gate.ts";
 import { createBackup, restoreBackup } from "../src/services/backup/index.ts";
 import { deleteImage } from "../src/services/delete.ts";
 import { StorageRegistry } from "../src/storage/index.ts";
@@ -141,7 +142,7 @@ beforeAll(async () => {
   deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir: sourceDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir: sourceDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1e6, perMinute: 1e6 }, uploadBodies: { perAddress: 1000, total: 1000 } },
+    config: { baseUrl: BASE_URL, dataDir: sourceDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1e6, perMinute: 1e6 }, uploadBodies: { ...defaultBodyGateLimits, perAddress: 1000, total: 1000 } },
     clock: () => new Date(),
     log: testLog.logger, // scanned for secrets with the rest of the run
   };

@@ -2,6 +2,7 @@ import type { components } from "../../../openapi/schema";
 import { payload } from "../client.ts";
 import { command, type CommandGroup } from "../command.ts";
 import type { Output } from "../output.ts";
+import { QUARANTINE_DAYS, QUARANTINE_PREFIX } from "../../services/reconcile.ts";
 
 type Reconciliation = components["schemas"]["Reconciliation"];
 type LocationReconciliation = components["schemas"]["LocationReconciliation"];
@@ -14,10 +15,10 @@ function listed(out: Output, label: string, summary: string, count: number, entr
 }
 
 function printLocation(out: Output, l: LocationReconciliation, dryRun: boolean) {
-  const found = (n: number, removed: number) => `${n} found${dryRun ? "" : `, ${removed} removed`}`;
+  const found = (n: number, removed: number, verb = "removed") => `${n} found${dryRun ? "" : `, ${removed} ${verb}`}`;
   out.line(`${l.strategies.map((s) => `#${s.id} ${s.name}`).join(", ")} (${l.driver}):`);
   out.line(`  objects scanned: ${l.objects_scanned} (${l.recent_objects} younger than the grace period, ${l.unrecognised_objects} not named by this service: left alone)`);
-  listed(out, "orphans", found(l.orphans_found, l.orphans_removed), l.orphans_found, l.orphans);
+  listed(out, "orphans", found(l.orphans_found, l.orphans_removed, `moved to ${QUARANTINE_PREFIX}<date>/ (kept ${QUARANTINE_DAYS} days)`), l.orphans_found, l.orphans);
   out.line(`  temporary files of abandoned writes: ${found(l.parts_found, l.parts_removed)}`);
   const missing = l.missing_objects.map((m) => `${m.key}: ${m.path}`);
   listed(out, "records whose object is missing", String(l.records_missing_object), l.records_missing_object, missing);
@@ -38,7 +39,7 @@ export const storageCommands: CommandGroup = {
   commands: {
     reconcile: command({
       usage: "[--dry-run]",
-      summary: "Remove stored objects no image names; report images whose object is missing",
+      summary: `Quarantine stored objects no image names (purged after ${QUARANTINE_DAYS} days); report images whose object is missing`,
       flags: ["dry_run"],
       async run({ options, api, out }) {
         const report = await payload(api().POST("/api/admin/storage/reconcile", { body: { dry_run: options.dry_run === "true" } }));
