@@ -148,6 +148,11 @@ test.skipIf(!serverUrl)(
         ...u.seeded.map((s) => deleting(u, s.key)),
       ]);
       await Bun.sleep(BURST_MS);
+      // on a busy machine the victim may not have answered yet: the kill waits for a first upload and a first delete
+      // (the rest of the wave is then in flight)
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline; await Bun.sleep(5)) {
+        if (answeredDeletes.size > 0 && answered.includes(200)) break;
+      }
       victim.kill("SIGKILL");
       const killedAt = Date.now();
       killed = true;

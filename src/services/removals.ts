@@ -8,7 +8,7 @@ import {
   lockRemovals,
   pathsNamedByRecords,
   postponeRemoval,
-  queueRemovals,
+  queueRemovalsLazily,
 } from "../db/repositories/stored-objects.ts";
 import type { Storage } from "../storage/index.ts";
 import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
@@ -173,7 +173,7 @@ export interface UploadObjectsLease {
  * upload slot's lease), and renews them while the upload lives. Call before writing the first object.
  */
 export async function leaseUploadObjects(deps: Deps, strategyId: number, paths: string[]): Promise<UploadObjectsLease> {
-  const ids = await queueRemovals(deps.db, strategyId, paths, "upload", LEASE_SECONDS);
+  const ids = await queueRemovalsLazily(deps.db, strategyId, paths, "upload", LEASE_SECONDS);
   // a missed renewal only shortens the lease: the record step then finds its rows gone and records nothing
   const renewal = setInterval(() => void extendRemovals(deps.db, ids, LEASE_SECONDS).catch(() => {}), (LEASE_SECONDS * 1000) / 3);
   const stop = () => clearInterval(renewal);

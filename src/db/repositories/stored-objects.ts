@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, lte, or, sql } from "drizzle-orm";
-import type { Executor, Tx } from "../client.ts";
+import type { Db, Executor, Tx } from "../client.ts";
 import { images, pendingRemovals, type RemovalReason, strategies } from "../schema.ts";
 
 /** The objects a record names: its image and, when it has one, its thumbnail. */
@@ -61,6 +61,19 @@ export async function queueRemovals(
     .values(paths.map((path) => ({ strategyId, path, reason, dueAt: fromNow(dueInSeconds) })))
     .returning({ id: pendingRemovals.id });
   return rows.map((r) => r.id);
+}
+
+/**
+ * queueRemovals in a transaction of its own that does not wait for its WAL to reach the disk (synchronous_commit
+ * off): a crash of this process cannot lose it (the database has it), only a crash of the database server within
+ * its WAL writer's delay can — and then the reconciler still finds the objects. For an upload's planned objects,
+ * where a flush would cost every upload a disk write before its own.
+ */
+export async function queueRemovalsLazily(db: Db, strategyId: number, paths: string[], reason: RemovalReason, dueInSeconds = 0) {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`set local synchronous_commit = off`);
+    return queueRemovals(tx, strategyId, paths, reason, dueInSeconds);
+  });
 }
 
 /** Pushes the due time of rows still held (an upload in flight renewing its lease). */
