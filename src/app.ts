@@ -64,7 +64,7 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
 export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   const authThrottle = new FailedAuthThrottle(deps.config.authFailures ?? defaultAuthFailureLimits);
-  const uploadBodies = new UploadBodyGate(deps.config.uploadBodies ?? defaultBodyGateLimits);
+  const uploadBodies = new UploadBodyGate({ ...defaultBodyGateLimits, ...deps.config.uploadBodies });
   const observe = observeRequests(deps);
 
   app.use("*", async (c, next) => {

@@ -17,7 +17,7 @@ export interface Config {
   /** Failed authentications allowed per client address (default: 30 at once, 30 a minute). */
   authFailures?: ThrottleLimits;
   /** Upload bodies received at once, per client address and in total (default 4 and 64). */
-  uploadBodies?: BodyGateLimits;
+  uploadBodies?: Partial<BodyGateLimits>;
   /** Seconds an upload body may take to arrive (default 60). */
   uploadReadTimeoutSeconds?: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; otherwise it answers loopback clients only. */

@@ -75,7 +75,7 @@ const deps = {
     adminToken: admin.token,
     trustedProxies: env.TRUST_PROXY,
     uploadReadTimeoutSeconds: env.UPLOAD_READ_TIMEOUT_SECONDS,
-    uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, total: env.UPLOAD_BODIES_TOTAL },
+    uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, perCaller: env.UPLOAD_BODIES_PER_CALLER, total: env.UPLOAD_BODIES_TOTAL },
     metricsToken: env.METRICS_TOKEN,
   },
   clock: () => new Date(),

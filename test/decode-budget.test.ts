@@ -16,7 +16,7 @@ const alive = (pid: number) => {
 
 /** A progressive JPEG of noise: every scan carries data, so decoding it costs real CPU. */
 async function costlyJpeg(width: number, height: number) {
-  return sharp({ create: { width, height, channels: 3, noise: { type: "gaussian", mean: 128, sigma: 40 } } })
+  return sharp({ create: { width, height, channels: 3, background: "#000", noise: { type: "gaussian", mean: 128, sigma: 40 } } })
     .jpeg({ quality: 95, progressive: true })
     .toBuffer();
 }

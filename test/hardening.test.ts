@@ -7,7 +7,8 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { desc } from "drizzle-orm";
 import sharp from "sharp";
-import { images } from "../src/db/schema.ts";
+import { eq } from "drizzle-orm";
+import { images, uploadLeases } from "../src/db/schema.ts";
 import { envSchema } from "../src/env.ts";
 import { jpegScanCount, MAX_JPEG_SCANS } from "../src/images/inspect.ts";
 import { FairWorkQueue } from "../src/services/work-queue.ts";
@@ -160,6 +161,56 @@ describe("upload bodies are bounded per address, in total and in time", () => {
     }
     const png = await makeImage("png", 20, 20);
     expectStatus(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, {}, { headers: { "x-forwarded-for": "198.51.100.1" } }), 200);
+  });
+});
+
+describe("a known caller takes its slots before its body is read", () => {
+  let ctx: TestContext, alice: TestUser, bob: TestUser;
+  beforeAll(async () => {
+    ({ ctx, alice } = await contextWithUser({ uploadBodies: { perAddress: 4, perCaller: 3, total: 8 }, uploadReadTimeoutSeconds: 2 }));
+    bob = await ctx.createUser();
+  });
+  afterAll(() => ctx.close());
+
+  const leasesOf = async (userId: number) =>
+    (await ctx.db.select().from(uploadLeases).where(eq(uploadLeases.subject, `user:${userId}`))).length;
+
+  test("beyond the group's concurrency: 400 before a byte of the body; the total bound stays free for everyone else", async () => {
+    await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { concurrent_uploads: 1 });
+    try {
+      const first = streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK });
+      const firstPending = postUpload(ctx, first, ctx.bearer(alice.token));
+      for (let i = 0; i < 50 && first.counter.pulled === 0; i++) await Bun.sleep(20);
+      // the attack of issue 15: many slow bodies from one account whose group allows one upload at a time
+      const more = Array.from({ length: 12 }, () => streamingUpload({ fileBytes: 9 * 1024 * 1024, stallAfter: CHUNK }));
+      const answers = await Promise.all(more.map((u) => postUpload(ctx, u, ctx.bearer(alice.token))));
+      for (const res of answers) expect((await expectStatus(res, 400)).message).toBe("Too many concurrent uploads: at most 1 at a time.");
+      const pulled = more.reduce((sum, u) => sum + u.counter.pulled, 0);
+      expect(pulled).toBeLessThanOrEqual(12 * CHUNK); // at most what fetch hands over before the answer, of 108 MB offered
+      expect(await leasesOf(alice.id)).toBe(1);
+      // another account is not refused: the process's total is not held by the refused bodies
+      const png = await makeImage("png", 20, 20);
+      expectStatus(await ctx.upload(bob.token, { bytes: png, filename: "b.png", contentType: "image/png" }), 200);
+      expect((await expectStatus(await firstPending, 408)).message).toBe("The request body was not received within 2 seconds.");
+      expect(await leasesOf(alice.id)).toBe(0);
+    } finally {
+      await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { concurrent_uploads: null });
+    }
+  });
+
+  test("without a group limit, one caller holds at most its share of the total (429 beyond), and others still upload", async () => {
+    const stalled = Array.from({ length: 3 }, () => streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK }));
+    const pending = stalled.map((u) => postUpload(ctx, u, ctx.bearer(alice.token)));
+    for (let i = 0; i < 100 && stalled.some((u) => u.counter.pulled === 0); i++) await Bun.sleep(20);
+    await Bun.sleep(300); // pulled by the client is not yet received by the server
+    const beyond = streamingUpload({ fileBytes: 9 * 1024 * 1024 });
+    const res = await postUpload(ctx, beyond, ctx.bearer(alice.token));
+    expect((await expectStatus(res, 429)).message).toBe("Too many of your uploads are in progress on this server: at most 3 at a time.");
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(beyond.counter.pulled).toBeLessThanOrEqual(CHUNK);
+    const png = await makeImage("png", 20, 20);
+    expectStatus(await ctx.upload(bob.token, { bytes: png, filename: "b.png", contentType: "image/png" }), 200);
+    for (const r of await Promise.all(pending)) expectStatus(r, 408);
   });
 });
 

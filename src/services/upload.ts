@@ -11,6 +11,7 @@ import { defaultWorkQueueLimits, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, frequencyLimitsOf } from "./limits.ts";
+import { addressBucket } from "./address.ts";
 import { leaseUploadObjects } from "./removals.ts";
 import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
@@ -65,7 +66,19 @@ class QuotaExhausted extends AppError {
 const kb = (bytes: number) => Math.round((bytes / 1024) * 100) / 100;
 
 /** Who the frequency and concurrency limits count against: the account, or the guest's address. */
-export const subjectOf = (caller: Caller, ip: string) => (caller.kind === "user" ? `user:${caller.user.id}` : `ip:${ip}`);
+export const subjectOf = (caller: Caller, ip: string) => (caller.kind === "user" ? `user:${caller.user.id}` : `ip:${addressBucket(ip)}`);
+
+/**
+ * The group's concurrency slot of an upload, taken by the route before the body is read (cost before trust) and
+ * held until the answer: a caller at its limit is refused before it can make the server hold its bytes.
+ */
+export async function takeUploadSlot(deps: Deps, caller: Caller, ip: string): Promise<() => Promise<void>> {
+  try {
+    return await acquireUploadSlot(deps.db, caller.group, subjectOf(caller, ip), deps.clock);
+  } catch (e) {
+    throw tagRefusal(e, "concurrency");
+  }
+}
 
 /** Line breaks and tabs become spaces; other controls, bidirectional overrides and isolates, zero-width characters: invisible, and able to disguise a name. */
 const invisible = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
@@ -91,7 +104,8 @@ export function extensionOf(filename: string): string {
  * Contract 4.3: the checks run in the contract's order, before anything is stored; then the object and
  * its thumbnail are stored, and one transaction re-checks frequency, charges quota and capacity and
  * inserts the record. Storing fails → nothing recorded or charged. The transaction fails → the stored
- * objects are removed. The concurrency slot is held from its check until the answer.
+ * objects are removed. The caller holds its concurrency slot (takeUploadSlot) from before its body was read
+ * until the answer.
  */
 export async function uploadImage(deps: Deps, input: UploadInput): Promise<StoredImage> {
   const { caller } = input;
@@ -112,31 +126,25 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
     const subject = subjectOf(caller, input.ip);
     step = "frequency";
     await checkFrequency(deps.db, group, subject, now);
-    step = "concurrency";
-    const release = await acquireUploadSlot(deps.db, group, subject, deps.clock);
-    try {
-      step = "storage_permission";
-      const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
-      step = "bad_request";
-      await checkPlacement(deps, input);
-      const expiredAt = checkRetention(group, input.expiredAt, now);
-      step = "review";
-      await reviewContent(group, {
-        bytes: upload.bytes,
-        mimetype: upload.mimetype,
-        originName: upload.originName,
-        uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
-      });
-      step = "format";
-      const objects = await metrics.timeDecode("thumbnail", () => prepareObjects(upload, inspection, group, now, subject));
-      step = "storage_failure";
-      const stored = await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
-      metrics.uploadsAccepted.inc({ caller: caller.kind === "guest" ? "guest" : caller.tokenKind });
-      metrics.storedBytes.inc(upload.size + (objects.thumbnail?.bytes.byteLength ?? 0));
-      return stored;
-    } finally {
-      await release();
-    }
+    step = "storage_permission";
+    const strategy = await checkStoragePermission(deps, group, input.strategyId, upload.size);
+    step = "bad_request";
+    await checkPlacement(deps, input);
+    const expiredAt = checkRetention(group, input.expiredAt, now);
+    step = "review";
+    await reviewContent(group, {
+      bytes: upload.bytes,
+      mimetype: upload.mimetype,
+      originName: upload.originName,
+      uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
+    });
+    step = "format";
+    const objects = await metrics.timeDecode("thumbnail", () => prepareObjects(upload, inspection, group, now, subject));
+    step = "storage_failure";
+    const stored = await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
+    metrics.uploadsAccepted.inc({ caller: caller.kind === "guest" ? "guest" : caller.tokenKind });
+    metrics.storedBytes.inc(upload.size + (objects.thumbnail?.bytes.byteLength ?? 0));
+    return stored;
   } catch (e) {
     const failed = !(e instanceof AppError) || e.status >= 500;
     const reason = e instanceof RecordRefusal ? e.reason : e instanceof QuotaExhausted ? "storage_permission" : failed && step !== "storage_failure" ? "other" : step;

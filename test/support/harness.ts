@@ -154,7 +154,7 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
   const deps: Deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, total: 1000 }, ...config },
+    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, perCaller: 1000, total: 1000 }, ...config },
     clock: () => new Date(Date.now() + offsetMs),
     log: testLog.logger,
     pool: database.pool,

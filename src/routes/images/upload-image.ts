@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import type { Caller } from "../../services/caller.ts";
-import { authenticate, authenticateHeader, clientIp, guardedAuth } from "../../http/auth.ts";
+import { addressBucket, authenticate, authenticateHeader, clientIp, guardedAuth } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { toImageResource } from "../../http/image-resource.ts";
 import { BodyTooLarge, boundaryOf, readStagedMultipart } from "../../http/multipart.ts";
@@ -11,7 +11,7 @@ import { parseDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
 import { badRequest, validationError } from "../../errors.ts";
-import { uploadImage } from "../../services/upload.ts";
+import { subjectOf, takeUploadSlot, uploadImage } from "../../services/upload.ts";
 import { metricsFor, refusalReason, tagRefusal } from "../../observability/metrics.ts";
 
 const uploadAccess = { temporary: true, guest: true };
@@ -100,16 +100,31 @@ export const uploadImageRoute = createRoute({
 });
 
 /**
- * Cost before trust: a sender known from its header may send its own group's limit; otherwise only the small
- * fields before the file part are read, the `token` field (or guest upload) decides who it is, and only then
- * is the file read — never more than that caller's group allows. Bodies are bounded per address and in time.
+ * Cost before trust: a sender known from its header takes its group's concurrency slot and one of its body slots
+ * before a byte of the body is read, and may send its own group's limit; otherwise only the small fields before
+ * the file part are read, the `token` field (or guest upload) decides who it is, and it takes the same slots
+ * before its file is read — never more than that caller's group allows. Bodies are bounded per address, per
+ * caller and in total, and in time. Returns the concurrency slot's release: the caller holds it until its answer.
  */
 async function receiveBody(c: Context<AppEnv>, boundary: string) {
   const deps = c.get("deps");
+  const gate = c.get("uploadBodies");
+  const ip = clientIp(c);
   let caller: Caller | undefined = c.get("caller");
   let limitKb = 0;
-  const leave = c.get("uploadBodies").enter(clientIp(c), caller === undefined);
+  const leave: (() => void)[] = [];
+  let releaseSlot: (() => Promise<void>) | null = null;
+  // the group's slot first: a caller at its group's limit is told so (400), whatever its share of the total
+  const claim = async (known: Caller, counted: boolean) => {
+    releaseSlot = await takeUploadSlot(deps, known, ip);
+    leave.push(counted ? gate.enterCaller(subjectOf(known, ip)) : gate.holdCaller(subjectOf(known, ip)));
+  };
   try {
+    if (caller) {
+      await claim(caller, true);
+    } else {
+      leave.push(gate.enterStranger(addressBucket(ip)));
+    }
     const body = await readStagedMultipart(c.req.raw, {
       boundary,
       preludeLimit: PRELUDE_LIMIT,
@@ -118,17 +133,19 @@ async function receiveBody(c: Context<AppEnv>, boundary: string) {
         if (!caller) {
           const token = fields.get("token")?.trim() || null;
           caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess));
+          await claim(caller, false);
         }
         limitKb = caller.group.maxFileSizeKb;
         return limitKb * 1024 + MULTIPART_OVERHEAD;
       },
     });
-    return { caller: caller!, body };
+    return { caller: caller!, body, releaseSlot: releaseSlot ?? (async () => {}) };
   } catch (e) {
+    await (releaseSlot as (() => Promise<void>) | null)?.();
     if (e instanceof BodyTooLarge) throw tagRefusal(badRequest(`The file is larger than the limit of ${limitKb} KB.`), "too_large");
     throw e;
   } finally {
-    leave();
+    for (const l of leave) l();
   }
 }
 
@@ -141,28 +158,31 @@ export function register(app: OpenAPIHono<AppEnv>) {
       if (!c.get("caller")) await authenticate(deps, null, uploadAccess);
       throw validationError({ file: ["The file field is required: send multipart/form-data."] });
     }
-    const { caller, body } = await receiveBody(c, boundary);
+    const { caller, body, releaseSlot } = await receiveBody(c, boundary);
     c.set("caller", caller); // a body `token` or a guest: the access log names who sent it
     c.set("bytesIn", body.bytesRead ?? 0);
+    try {
+      const fields = validate(UploadFields, {
+        strategy_id: body.fields.get("strategy_id") || c.req.query("strategy_id") || undefined,
+        album_id: body.fields.get("album_id") || undefined,
+        permission: body.fields.get("permission") || undefined,
+        expired_at: body.fields.get("expired_at"),
+      });
+      const file = body.files.get("file");
+      if (!file) throw validationError({ file: ["The file field is required."] });
 
-    const fields = validate(UploadFields, {
-      strategy_id: body.fields.get("strategy_id") || c.req.query("strategy_id") || undefined,
-      album_id: body.fields.get("album_id") || undefined,
-      permission: body.fields.get("permission") || undefined,
-      expired_at: body.fields.get("expired_at"),
-    });
-    const file = body.files.get("file");
-    if (!file) throw validationError({ file: ["The file field is required."] });
-
-    const { image, strategy } = await uploadImage(deps, {
-      caller,
-      ip: clientIp(c),
-      file,
-      strategyId: fields.strategy_id,
-      albumId: fields.album_id,
-      isPublic: fields.permission !== 0,
-      expiredAt: fields.expired_at,
-    });
-    return respond(c, toImageResource(image, strategy, deps.storage, deps.config.baseUrl));
+      const { image, strategy } = await uploadImage(deps, {
+        caller,
+        ip: clientIp(c),
+        file,
+        strategyId: fields.strategy_id,
+        albumId: fields.album_id,
+        isPublic: fields.permission !== 0,
+        expiredAt: fields.expired_at,
+      });
+      return respond(c, toImageResource(image, strategy, deps.storage, deps.config.baseUrl));
+    } finally {
+      await releaseSlot();
+    }
   });
 }
