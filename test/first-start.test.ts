@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
@@ -252,7 +252,7 @@ describe("a fresh clone, set up with the README's commands", () => {
   });
 
   const postgresUser = onLinux ? passwdUser("postgres") : null;
-  test.skipIf(skipUnlessRootOnLinux || !postgresUser)("as root where user namespaces are forbidden: the postgres user runs it, and keeps running it", async () => {
+  test.skipIf(skipUnlessRootOnLinux || !postgresUser)("as root where user namespaces are forbidden or cannot reach DATA_DIR: the postgres user runs it, and keeps running it", async () => {
     // a DATA_DIR the postgres user can reach; this checkout's binaries (reachable unless it lies below a private directory)
     const reach = await run(["test", "-x", join(repo, "node_modules/.bin")], { cwd: "/", env: cleanEnv(), user: postgresUser! });
     if (reach.code !== 0) {
@@ -270,6 +270,18 @@ describe("a fresh clone, set up with the README's commands", () => {
     const second = await startServer(repo, env, join(top, "server-2.log"));
     expect(readFileSync(`/proc/${postmasterPid(join(top, "data"))}/status`, "utf8")).toMatch(new RegExp(`^Uid:\\s+${postgresUser!.uid}\\s`, "m"));
     await stopServer(second);
+
+    // a DATA_DIR below another user's private directory is out of the namespace's reach (root without its
+    // privileges): the postgres user, which may pass such directories, makes the cluster instead
+    const other = passwdUser("nobody");
+    if (other) {
+      const theirs = join(top, "theirs");
+      mkdirSync(theirs, { mode: 0o700 });
+      chownSync(theirs, other.uid, other.gid);
+      const third = await startServer(repo, { ...env, DATA_DIR: join(theirs, "data") }, join(top, "server-3.log"));
+      expect(statSync(join(theirs, "data", "postgres")).uid).toBe(postgresUser!.uid);
+      await stopServer(third);
+    }
   });
 });
 
@@ -317,8 +329,8 @@ describe("a start right after a crash", () => {
     expect(created.status).toBe(200);
     const postmaster = postmasterPid(dataDir);
     const holder = serverPid(dataDir);
-    const tree = [server.pid, holder, postmaster, ...childrenOf(postmaster)];
-    expect(tree.length).toBeGreaterThan(4);
+    const tree = [...new Set([server.pid, holder, postmaster, ...childrenOf(postmaster)])]; // `bun run` + the server it runs
+    expect(tree.length).toBeGreaterThan(3);
     for (const pid of tree) process.kill(pid, "SIGKILL");
     const t0 = performance.now();
     const restarted = await startServer(repo, env, log(), undefined, holder); // no pause, nothing reaped yet
@@ -334,7 +346,6 @@ describe("a start right after a crash", () => {
     expect(created.status).toBe(200);
     const postmaster = postmasterPid(dataDir);
     const holder = serverPid(dataDir);
-    expect(holder).not.toBe(server.pid);
     process.kill(holder, "SIGKILL");
     const t0 = performance.now();
     const restarted = await startServer(repo, env, log(), undefined, holder);

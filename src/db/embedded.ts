@@ -228,8 +228,8 @@ function postgresUser(): RunAs {
 }
 
 const ROOT_REMEDIES =
-  "Run the server as a user other than root, allow user namespaces (a container's seccomp profile or the sysctls " +
-  "kernel.unprivileged_userns_clone / user.max_user_namespaces forbid them), or set DATABASE_URL.";
+  "Run the server as a user other than root, allow user namespaces (what forbids them to root is usually a " +
+  "container's seccomp profile, or the sysctl user.max_user_namespaces=0), or set DATABASE_URL.";
 
 /**
  * Who runs PostgreSQL on cluster `dir`. Not root: this user. Root: a cluster that exists runs as its owner (in a
@@ -475,9 +475,10 @@ async function initdb(bin: Binaries, dir: string, runner: Runner, durable: boole
       } else if (runner.kind === "userns") {
         hint =
           ` (running as root, PostgreSQL runs in a user namespace without root's privileges: it reaches what root owns ` +
-          `or anyone may reach, and ${dirname(dir)} or the binaries are neither. Move DATA_DIR, or set DATABASE_URL.)`;
+          `or anyone may reach, and ${dirname(dir)} or the binaries are neither)`;
       }
     }
+    rmSync(dir, { recursive: true, force: true }); // made just now (the staging directory): nothing half made stays
     throw new Error(`initdb failed${hint}: ${(err || out).trim()}`);
   }
 }
@@ -520,8 +521,22 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
   const staging = `${dir}.init`;
   if (existsSync(staging)) await clearPrevious(staging, staging, Date.now() + TAKEOVER_MS);
   rmSync(staging, { recursive: true, force: true });
-  const runner = await runnerFor(bin, staging);
-  await initdb(bin, staging, runner, durable);
+  let runner = await runnerFor(bin, staging);
+  try {
+    await initdb(bin, staging, runner, durable);
+  } catch (e) {
+    if (runner.kind !== "userns" || !/Permission denied/.test((e as Error).message)) throw e;
+    // DATA_DIR below another user's private directory: out of the namespace's reach, maybe not of the postgres user's
+    try {
+      const fallback: Runner = { kind: "user", ...postgresUser() };
+      await initdb(bin, staging, fallback, durable);
+      runner = fallback;
+    } catch (second) {
+      throw new Error(
+        `${(e as Error).message.split("\n")[0]}; as the user "postgres": ${(second as Error).message.split("\n")[0]}. Move DATA_DIR, or set DATABASE_URL.`,
+      );
+    }
+  }
   if (options.prepare) {
     const temporary = await run(bin, staging, logFile, runner, durable, options.settings);
     try {
