@@ -1,10 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { Deps } from "./deps.ts";
 import { AppError } from "./errors.ts";
 import { defaultBodyGateLimits, UploadBodyGate } from "./http/body-gate.ts";
 import { failure } from "./http/envelope.ts";
+import { BodyTooLarge, readBodyWithin } from "./http/multipart.ts";
 import { defaultAuthFailureLimits, FailedAuthThrottle } from "./http/throttle.ts";
 import { Envelope } from "./http/schemas.ts";
 import type { AppEnv } from "./http/types.ts";
@@ -73,15 +73,20 @@ export function createApp(deps: Deps) {
     c.set("uploadBodies", uploadBodies);
     return observe(c, next);
   });
-  // uploads read their own body with the group's limit; everything else is small JSON
+  // uploads read their own body with the group's limit; every other API body is small JSON, read whole here
+  // within 1 MB and the body deadline, so that no handler waits on a slow sender
+  const bodyDeadlineMs = (deps.config.bodyReadTimeoutSeconds ?? 30) * 1000;
   app.use("/api/*", async (c, next) => {
-    if (c.req.path === "/api/v1/upload") return next();
-    return bodyLimit({
-      maxSize: 1024 * 1024,
-      onError: () => {
-        throw new AppError("bad_request", "The request body is larger than 1 MB.");
-      },
-    })(c, next);
+    if (c.req.path === "/api/v1/upload" || !c.req.raw.body) return next();
+    let bytes: Buffer<ArrayBuffer>;
+    try {
+      bytes = await readBodyWithin(c.req.raw, { limit: 1024 * 1024, deadlineMs: bodyDeadlineMs });
+    } catch (e) {
+      if (e instanceof BodyTooLarge) throw new AppError("bad_request", "The request body is larger than 1 MB.");
+      throw e;
+    }
+    c.req.raw = new Request(c.req.raw, { body: bytes });
+    return next();
   });
 
   registerRoutes(app);
@@ -108,6 +113,8 @@ export function createApp(deps: Deps) {
       const message = err.status === 415 ? "Unsupported Media Type: send application/json." : err.message || "Bad request.";
       return c.json(failure(message), err.status);
     }
+    // the client went away (its body or its connection): nobody reads the answer, and it is not a server failure
+    if (c.req.raw.signal.aborted) return c.json(failure("The client closed the connection."), 400);
     // a service's own failure (AppError "internal") shows its message; its cause, like any other error, only the log
     const requestId = c.get("requestId");
     logFor(deps).error({ err: err instanceof AppError ? (err.cause ?? err) : err }, `${c.req.method} ${c.req.path} failed`);

@@ -20,6 +20,8 @@ export interface Config {
   uploadBodies?: Partial<BodyGateLimits>;
   /** Seconds an upload body may take to arrive (default 60). */
   uploadReadTimeoutSeconds?: number;
+  /** How long any other request body (API JSON, user-center forms) may take to arrive (408 beyond). */
+  bodyReadTimeoutSeconds?: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; otherwise it answers loopback clients only. */
   metricsToken?: string;
 }

@@ -48,6 +48,9 @@ export const envSchema = z
     UPLOAD_READ_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
     UPLOAD_BODIES_PER_ADDRESS: z.coerce.number().int().min(1).max(10_000).default(4),
     UPLOAD_BODIES_TOTAL: z.coerce.number().int().min(1).max(100_000).default(64),
+    CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
+    CONNECTIONS_TOTAL: z.coerce.number().int().min(1).max(1_000_000).default(4096),
+    BODY_READ_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
     UPLOAD_BODIES_PER_CALLER: z.coerce.number().int().min(1).max(100_000).default(16),
     LOG_FORMAT: z.enum(["json", "pretty"], { error: (i) => `${JSON.stringify(i.input)} is not a log format: json or pretty` }).optional(),
     LOG_LEVEL: z

@@ -5,6 +5,7 @@ import { objectServerFor } from "./routes/site/serve-object.ts";
 import { openDatabase, probeListen, resolveAdminToken } from "./bootstrap.ts";
 import { loadEnv, type Env } from "./env.ts";
 import { clientAddress } from "./http/auth.ts";
+import { ConnectionGate } from "./http/connection-gate.ts";
 import { observeObjects } from "./http/observe.ts";
 import { createLogger, defaultLogFormat } from "./observability/log.ts";
 import { StorageRegistry } from "./storage/index.ts";
@@ -75,6 +76,7 @@ const deps = {
     adminToken: admin.token,
     trustedProxies: env.TRUST_PROXY,
     uploadReadTimeoutSeconds: env.UPLOAD_READ_TIMEOUT_SECONDS,
+    bodyReadTimeoutSeconds: env.BODY_READ_TIMEOUT_SECONDS,
     uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, perCaller: env.UPLOAD_BODIES_PER_CALLER, total: env.UPLOAD_BODIES_TOTAL },
     metricsToken: env.METRICS_TOKEN,
   },
@@ -85,21 +87,19 @@ const deps = {
 const app = createApp(deps);
 
 let server: ReturnType<typeof Bun.serve>;
+const clientOf = (request: Request) =>
+  clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? "");
+// in front of everything: one address cannot hold the process's connections (429 + close beyond its share)
+const connections = new ConnectionGate({ perAddress: env.CONNECTIONS_PER_ADDRESS, total: env.CONNECTIONS_TOTAL });
 try {
   server = Bun.serve({
     port: env.PORT,
     hostname: env.HOST,
     // image requests go straight to the object server (Bun's router, no middleware); everything else to the app
     routes: {
-      "/i/*": observeObjects(
-        deps,
-        objectServerFor(deps),
-        (request) =>
-          clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? ""),
-        { log: env.LOG_OBJECT_REQUESTS },
-      ),
+      "/i/*": connections.wrap(observeObjects(deps, objectServerFor(deps), clientOf, { log: env.LOG_OBJECT_REQUESTS }), clientOf),
     },
-    fetch: app.fetch,
+    fetch: connections.wrap(app.fetch, clientOf),
     maxRequestBodySize: 1024 * 1024 * 1024,
     idleTimeout: 60,
   });

@@ -54,6 +54,17 @@ describe("serving local objects at /i/<path>", () => {
     expect(body.byteLength).toBe(0);
   });
 
+  test("any other method: 405 with Allow, and the object is untouched", async () => {
+    for (const method of ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND"]) {
+      const res = await ctx.request(path, { method, body: method === "PUT" || method === "POST" ? "overwrite" : undefined });
+      const body = await expectStatus(res, 405);
+      expect(res.headers.get("allow")).toBe("GET, HEAD");
+      expect(body).toEqual({ status: false, message: "Method not allowed: images are read with GET or HEAD; upload and delete them through /api/v1.", data: null });
+    }
+    const res = await ctx.request(path);
+    expect(Buffer.from(await expectStatus(res, 200)).equals(Buffer.from(jpeg))).toBe(true);
+  });
+
   test("revalidation: If-None-Match and If-Modified-Since answer 304", async () => {
     const first = await ctx.request(path);
     const etag = first.headers.get("etag")!;

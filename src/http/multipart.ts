@@ -21,33 +21,42 @@ export class BodyTooLarge extends AppError {
 }
 
 /**
- * Reads a request body, stopping as soon as it passes `limit` bytes: a client cannot make the server
- * buffer more than the largest file it may upload.
+ * Reads a whole request body within its bounds: BodyTooLarge as soon as it passes `limit` bytes (announced by
+ * Content-Length or not), BodyTimeout when it has not arrived within `deadlineMs`, and a plain 400 when the client
+ * goes away mid-body — never a 500. A client cannot make the server buffer more, or wait longer, than that.
  */
-export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
+export async function readBodyWithin(request: Request, bounds: { limit: number; deadlineMs: number }): Promise<Buffer<ArrayBuffer>> {
   const declared = Number(request.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > limit) throw new BodyTooLarge(limit);
-  if (!request.body) return new Uint8Array(0);
+  if (Number.isFinite(declared) && declared > bounds.limit) throw new BodyTooLarge(bounds.limit);
+  if (!request.body) return Buffer.alloc(0);
   const reader = request.body.getReader();
+  const deadline = Date.now() + bounds.deadlineMs;
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      throw new BodyTooLarge(limit);
+  try {
+    for (;;) {
+      const { done, value } = await readBefore(reader, deadline, bounds.deadlineMs);
+      if (done) break;
+      total += value.byteLength;
+      if (total > bounds.limit) throw new BodyTooLarge(bounds.limit);
+      chunks.push(value);
     }
-    chunks.push(value);
+  } catch (e) {
+    await reader.cancel().catch(() => {});
+    throw e instanceof AppError ? e : clientGone();
   }
   return Buffer.concat(chunks, total);
 }
 
+const clientGone = () => badRequest("The request body ended early: the connection was closed.");
+
 /** A stalled sender: the body did not arrive within the read deadline. */
 export class BodyTimeout extends AppError {
-  constructor(readonly seconds: number) {
+  readonly seconds: number;
+  constructor(deadlineMs: number) {
+    const seconds = Math.max(1, Math.round(deadlineMs / 1000));
     super("request_timeout", `The request body was not received within ${seconds} second${seconds === 1 ? "" : "s"}.`);
+    this.seconds = seconds;
   }
 }
 
@@ -80,7 +89,7 @@ export async function readStagedMultipart(request: Request, read: StagedRead): P
   };
   try {
     for (;;) {
-      const { done, value } = await readBefore(reader, deadline, read.deadlineSeconds);
+      const { done, value } = await readBefore(reader, deadline, read.deadlineSeconds * 1000);
       if (done) break;
       chunks.push(value);
       total += value.byteLength;
@@ -98,14 +107,14 @@ export async function readStagedMultipart(request: Request, read: StagedRead): P
   } catch (e) {
     await reader.cancel().catch(() => {});
     // anything but our own refusals is the stream failing: the client went away mid-body, not a server error
-    throw e instanceof AppError ? e : badRequest("The request body ended early: the connection was closed.");
+    throw e instanceof AppError ? e : clientGone();
   }
 }
 
-async function readBefore(reader: ReadableStreamDefaultReader<Uint8Array>, deadline: number, seconds: number) {
+async function readBefore(reader: ReadableStreamDefaultReader<Uint8Array>, deadline: number, deadlineMs: number) {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BodyTimeout(seconds)), Math.max(0, deadline - Date.now()));
+    timer = setTimeout(() => reject(new BodyTimeout(deadlineMs)), Math.max(0, deadline - Date.now()));
   });
   try {
     return await Promise.race([reader.read(), timeout]);

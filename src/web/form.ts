@@ -12,7 +12,9 @@
  * Files are not part of any form here: a multipart file part is ignored.
  */
 import type { Context } from "hono";
+import type { Deps } from "../deps.ts";
 import { AppError, badRequest, validationError } from "../errors.ts";
+import { BodyTimeout, BodyTooLarge, readBodyWithin } from "../http/multipart.ts";
 
 export const formLimits = {
   /** The largest form body: forms carry a few short fields. */
@@ -30,7 +32,8 @@ export function readForm(c: Context): Promise<FormFields> {
   const request = c.req.raw;
   let fields = read.get(request);
   if (!fields) {
-    fields = parseForm(request);
+    const configured = (c.get("deps") as Deps | undefined)?.config.bodyReadTimeoutSeconds;
+    fields = parseForm(request, configured === undefined ? formLimits.deadlineMs : configured * 1000);
     read.set(request, fields);
   }
   return fields;
@@ -43,11 +46,9 @@ const tooLarge = () => badRequest(`The form is larger than ${formLimits.bytes / 
 const malformed = () => badRequest("The form could not be read: it is malformed.");
 const controlCharacter = /\p{Cc}/u;
 
-async function parseForm(request: Request): Promise<FormFields> {
+async function parseForm(request: Request, deadlineMs: number): Promise<FormFields> {
   const type = (request.headers.get("content-type") ?? "").toLowerCase();
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > formLimits.bytes) throw tooLarge();
-  const bytes = await readBody(request);
+  const bytes = await readBody(request, deadlineMs);
   if (bytes.length === 0 && !type.startsWith("multipart/")) return {};
   let entries: [string, string][];
   if (type.startsWith("application/x-www-form-urlencoded")) {
@@ -84,45 +85,15 @@ async function parseForm(request: Request): Promise<FormFields> {
   return fields;
 }
 
-/** The whole body, at most `formLimits.bytes`, within `formLimits.deadlineMs`. */
-async function readBody(request: Request): Promise<Uint8Array<ArrayBuffer>> {
-  if (!request.body) return new Uint8Array(0);
+/** The whole body, at most `formLimits.bytes`, within `formLimits.deadlineMs`, in this page's words. */
+async function readBody(request: Request, deadlineMs: number) {
   if (request.bodyUsed) throw malformed();
-  const reader = request.body.getReader();
-  const chunks: Uint8Array<ArrayBuffer>[] = [];
-  let size = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new AppError("request_timeout", `The form did not arrive within ${Math.round(formLimits.deadlineMs / 1000)} seconds.`)),
-      formLimits.deadlineMs,
-    );
-  });
   try {
-    for (;;) {
-      let step: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        step = await Promise.race([reader.read(), deadline]);
-      } catch (e) {
-        if (e instanceof AppError) throw e;
-        throw badRequest("The form did not arrive completely: the connection ended.");
-      }
-      if (step.done) break;
-      size += step.value.length;
-      if (size > formLimits.bytes) throw tooLarge();
-      chunks.push(step.value);
-    }
+    return await readBodyWithin(request, { limit: formLimits.bytes, deadlineMs });
   } catch (e) {
-    reader.cancel().catch(() => {});
+    if (e instanceof BodyTooLarge) throw tooLarge();
+    if (e instanceof BodyTimeout) throw new AppError("request_timeout", `The form did not arrive within ${Math.max(1, Math.round(deadlineMs / 1000))} seconds.`);
+    if (e instanceof AppError && e.status === 400) throw badRequest("The form did not arrive completely: the connection ended.");
     throw e;
-  } finally {
-    clearTimeout(timer);
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { AppError } from "../../src/errors.ts";
-import { BodyTooLarge, boundaryOf, parseMultipart, readBodyLimited } from "../../src/http/multipart.ts";
+import { BodyTooLarge, boundaryOf, parseMultipart, readBodyWithin } from "../../src/http/multipart.ts";
 
 /** A body from lines joined by CRLF (the multipart line ending), as bytes. */
 const crlf = (...lines: string[]) => new TextEncoder().encode(lines.join("\r\n"));
@@ -202,7 +202,7 @@ const sized = (body: string, contentLength?: string) =>
   });
 const TOO_LARGE = { tooLarge: true } as const;
 
-describe("readBodyLimited", () => {
+describe("readBodyWithin", () => {
   const rows: [label: string, request: () => Request, limit: number, expected: string | typeof TOO_LARGE][] = [
     ["no body", () => new Request("http://localhost/", { method: "POST" }), 10, ""],
     ["empty body", () => sized(""), 10, ""],
@@ -222,7 +222,7 @@ describe("readBodyLimited", () => {
     ["streamed, empty chunks", () => streamed("", "ab", ""), 10, "ab"],
   ];
   test.each(rows)("%s", async (_label, request, limit, expected) => {
-    const result = await readBodyLimited(request(), limit).then(
+    const result = await readBodyWithin(request(), { limit, deadlineMs: 10_000 }).then(
       (b) => ({ body: Buffer.from(b).toString("utf8"), isUint8Array: b instanceof Uint8Array }),
       (e: unknown) => e,
     );
@@ -238,7 +238,7 @@ describe("readBodyLimited", () => {
 
   test("a declared Content-Length over the limit is refused before the body is read", async () => {
     const request = sized("abc", "11");
-    await expect(readBodyLimited(request, 10)).rejects.toBeInstanceOf(BodyTooLarge);
+    await expect(readBodyWithin(request, { limit: 10, deadlineMs: 10_000 })).rejects.toBeInstanceOf(BodyTooLarge);
     expect(request.bodyUsed).toBe(false);
   });
 
@@ -258,7 +258,7 @@ describe("readBodyLimited", () => {
         },
       }, { highWaterMark: 0 }),
     });
-    await expect(readBodyLimited(request, 10)).rejects.toBeInstanceOf(BodyTooLarge);
+    await expect(readBodyWithin(request, { limit: 10, deadlineMs: 10_000 })).rejects.toBeInstanceOf(BodyTooLarge);
     expect(cancelled).toBe(true);
     expect(pulls).toBeLessThan(10);
   });

@@ -56,6 +56,7 @@ export function objectServer(deps: Deps): (request: Request) => Promise<Response
   }
 
   return async (request) => {
+    if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed();
     const url = new URL(request.url);
     let path: string;
     try {
@@ -117,9 +118,16 @@ const notFound = () =>
     headers: { "content-type": "application/json", "x-content-type-options": "nosniff" },
   });
 
+/** Objects are read-only here: uploads and deletes go through the API. */
+const methodNotAllowed = () =>
+  new Response(JSON.stringify(failure("Method not allowed: images are read with GET or HEAD; upload and delete them through /api/v1.")), {
+    status: 405,
+    headers: { "content-type": "application/json", "x-content-type-options": "nosniff", allow: "GET, HEAD" },
+  });
+
 /** One object server per set of dependencies: the app's route and Bun's own router share its cache. */
 export const objectServerFor = perDeps(objectServer);
 
 export function register(app: OpenAPIHono<AppEnv>) {
-  app.get("/i/*", (c) => objectServerFor(c.get("deps"))(c.req.raw));
+  app.all("/i/*", (c) => objectServerFor(c.get("deps"))(c.req.raw));
 }
