@@ -326,7 +326,13 @@ async function lockDirectory(dir: string): Promise<() => void> {
     const mine = `${lockPath}.${process.pid}`;
     writeFileSync(mine, content, { mode: 0o600 });
     try {
-      linkSync(mine, lockPath);
+      try {
+        linkSync(mine, lockPath);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw e;
+        writeFileSync(lockPath, content, { mode: 0o600, flag: "wx" }); // a file system without hard links
+      }
       lockedHere.add(resolve(lockPath));
       return () => {
         lockedHere.delete(resolve(lockPath));

@@ -342,8 +342,8 @@ function readPidFile(dir: string): string[] | null {
 
 /**
  * How another process reaches the server running on cluster `dir`: its postmaster.pid names the socket directory
- * and port (lines 5 and 4). Null when no live server is ready there. Under root the socket belongs to the
- * `postgres` user with mode 700; root reaches it all the same.
+ * and port (lines 5 and 4). Null when no live server is ready there. Under root the socket belongs to root (a
+ * server in a user namespace) or to the `postgres` user, with mode 700; root reaches it all the same.
  */
 export function runningServerConnection(dir: string, database = "postgres"): ConnectionOptions | null {
   const lines = readPidFile(resolve(dir));
