@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * List user groups
-         * @description Every user group with its flags, limits and ordered strategy ids. The guest group (`is_guest`) applies to callers without a token.
+         * @description A page of the user groups by id (`page`, `per_page` up to 500, default 100), each with its flags, limits and ordered strategy ids. The guest group (`is_guest`) applies to callers without a token.
          */
         get: operations["adminListGroups"];
         put?: never;
@@ -199,13 +199,13 @@ export interface paths {
         };
         /**
          * List storage strategies
-         * @description Every storage strategy with its driver, configuration (secrets masked), quota and used space.
+         * @description A page of the storage strategies by id (`page`, `per_page` up to 500, default 100), each with its driver, configuration (secrets masked), quota and used space.
          */
         get: operations["adminListStrategies"];
         put?: never;
         /**
          * Create a storage strategy
-         * @description Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`.
+         * @description Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`. The service holds at most 1000 strategies: beyond, 422.
          */
         post: operations["adminCreateStrategy"];
         delete?: never;
@@ -297,7 +297,7 @@ export interface paths {
         put?: never;
         /**
          * Create a permanent API token for a user
-         * @description The full value is returned once; only its SHA-256 is stored. An account holds at most 100 unrevoked permanent tokens: beyond, 400.
+         * @description The full value is returned once; only its SHA-256 is stored. An optional JSON body names it (`label`). An account holds at most 100 unrevoked permanent tokens: beyond, 400.
          */
         post: operations["adminCreateToken"];
         delete?: never;
@@ -720,6 +720,17 @@ export interface components {
             message?: "success";
             data: {
                 groups: components["schemas"]["Group"][];
+                /** @example 1 */
+                current_page: number;
+                /** @example 1 */
+                last_page: number;
+                /** @example 100 */
+                per_page: number;
+                /**
+                 * @description Number of items over all pages
+                 * @example 1
+                 */
+                total: number;
             };
         };
         Group: {
@@ -780,7 +791,7 @@ export interface components {
             review_timeout_ms?: number;
             /** @description Accept the image when the review webhook fails or times out */
             review_fail_open?: boolean;
-            /** @description Ordered: automatic uploads try them in this order */
+            /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
         GroupInput: {
@@ -808,7 +819,7 @@ export interface components {
             review_timeout_ms?: number;
             /** @description Accept the image when the review webhook fails or times out */
             review_fail_open?: boolean;
-            /** @description Ordered: automatic uploads try them in this order */
+            /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
         /** @description Callers must check both the HTTP status code and `status`. */
@@ -819,6 +830,17 @@ export interface components {
             message?: "success";
             data: {
                 strategies: components["schemas"]["AdminStrategy"][];
+                /** @example 1 */
+                current_page: number;
+                /** @example 1 */
+                last_page: number;
+                /** @example 100 */
+                per_page: number;
+                /**
+                 * @description Number of items over all pages
+                 * @example 1
+                 */
+                total: number;
             };
         };
         AdminStrategy: {
@@ -946,6 +968,13 @@ export interface components {
              */
             token: string;
         };
+        CreateTokenInput: {
+            /**
+             * @description What uses the token, e.g. "laptop ShareX" (at most 100 characters; empty or null: none)
+             * @example laptop ShareX
+             */
+            label?: string | null;
+        };
         /** @description Callers must check both the HTTP status code and `status`. */
         AdminTokenListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
@@ -974,10 +1003,20 @@ export interface components {
             /** @enum {string} */
             kind: "permanent" | "temporary";
             /**
+             * @description The name given at creation (admin API or user center); null without one
+             * @example laptop ShareX
+             */
+            label: string | null;
+            /**
              * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
              * @example 2026-11-22 10:30:00
              */
             created_at: string;
+            /**
+             * @description When the token last authenticated a request (recorded at most once a minute); null if never
+             * @example 2026-11-22 10:30:00
+             */
+            last_used_at: string | null;
             /**
              * @description null for a permanent token
              * @example 2026-11-22 10:30:00
@@ -2034,14 +2073,19 @@ export interface operations {
     };
     adminListGroups: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number */
+                page?: number;
+                /** @description Items per page */
+                per_page?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The groups */
+            /** @description A page of groups */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2064,6 +2108,27 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
@@ -2380,14 +2445,19 @@ export interface operations {
     };
     adminListStrategies: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page number */
+                page?: number;
+                /** @description Items per page */
+                per_page?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The strategies */
+            /** @description A page of strategies */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2410,6 +2480,27 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
@@ -3334,7 +3425,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateTokenInput"];
+            };
+        };
         responses: {
             /** @description The token */
             200: {
@@ -3387,6 +3482,22 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
                      *       "data": null
                      *     }
                      */

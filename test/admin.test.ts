@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { users } from "../src/db/schema.ts";
+import { GROUP_STRATEGIES_MAX, STRATEGIES_MAX } from "../src/db/repositories/strategies.ts";
+import { strategies, users } from "../src/db/schema.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
 import { expectStatus } from "./support/status.ts";
 
@@ -74,5 +75,76 @@ describe("administration API", () => {
     const wrongType = await call("PATCH", "/api/admin/settings", "api_enabled=true", "application/x-www-form-urlencoded");
     expectStatus(wrongType, 415);
     expectStatus(await call("DELETE", "/api/admin/tokens/999999"), 404);
+  });
+});
+
+// issue 15 item 2: every list has a LIMIT — the admin group and strategy lists are pages, a group's strategies are bounded
+describe("bounded group and strategy lists", () => {
+  test("GET /api/admin/groups is a page: page, per_page (1–500), current_page, last_page, total", async () => {
+    for (let i = 0; i < 3; i++) await ctx.admin("POST", "/api/admin/groups", { name: `paged-group-${i}` });
+    const all = await ctx.admin("GET", "/api/admin/groups");
+    expect(all).toMatchObject({ current_page: 1, per_page: 100, last_page: 1 });
+    expect(all.total).toBe(all.groups.length);
+    expect(all.total).toBeGreaterThanOrEqual(5);
+
+    const second = await ctx.admin("GET", "/api/admin/groups?page=2&per_page=2");
+    expect(second).toMatchObject({ current_page: 2, per_page: 2, total: all.total, last_page: Math.ceil(all.total / 2) });
+    expect(second.groups.map((g: any) => g.id)).toEqual(all.groups.slice(2, 4).map((g: any) => g.id));
+    // each group of the page keeps its ordered strategies
+    expect(second.groups.map((g: any) => g.strategy_ids)).toEqual(all.groups.slice(2, 4).map((g: any) => g.strategy_ids));
+    const beyond = await ctx.admin("GET", `/api/admin/groups?page=${all.total + 1}&per_page=1`);
+    expect(beyond.groups).toEqual([]);
+
+    for (const query of ["per_page=501", "per_page=0", "page=0", "page=x"]) expectStatus(await call("GET", `/api/admin/groups?${query}`), 422);
+  });
+
+  test("GET /api/admin/strategies is a page the same way", async () => {
+    for (let i = 0; i < 2; i++) await ctx.admin("POST", "/api/admin/strategies", { name: `paged-strategy-${i}`, driver: "local", config: { root: `/tmp/paged-${i}` } });
+    const all = await ctx.admin("GET", "/api/admin/strategies");
+    expect(all).toMatchObject({ current_page: 1, per_page: 100, last_page: 1, total: all.strategies.length });
+    const page = await ctx.admin("GET", "/api/admin/strategies?page=2&per_page=1");
+    expect(page).toMatchObject({ current_page: 2, per_page: 1, total: all.total, last_page: all.total });
+    expect(page.strategies.map((s: any) => s.id)).toEqual([all.strategies[1].id]);
+    expectStatus(await call("GET", "/api/admin/strategies?per_page=501"), 422);
+  });
+
+  test(`a group lists at most ${GROUP_STRATEGIES_MAX} strategies: ${GROUP_STRATEGIES_MAX} are kept in order and usable, one more is a 422`, async () => {
+    const existing = (await ctx.admin("GET", "/api/admin/strategies?per_page=500")).strategies.map((s: any) => s.id);
+    const rows = await ctx.db
+      .insert(strategies)
+      .values(Array.from({ length: GROUP_STRATEGIES_MAX + 1 - existing.length }, (_, i) => ({ name: `bulk-${i}`, driver: "local" as const, config: {} })))
+      .returning({ id: strategies.id });
+    const ids: number[] = [...existing, ...rows.map((r) => r.id)].reverse();
+    expect(ids).toHaveLength(GROUP_STRATEGIES_MAX + 1);
+    const group = await ctx.admin("POST", "/api/admin/groups", { name: "many-strategies" });
+
+    const tooMany = await call("PATCH", `/api/admin/groups/${group.id}`, { strategy_ids: ids });
+    expectStatus(tooMany, 422);
+    expect(tooMany.body.message).toBe(`The strategy_ids field is invalid: A group lists at most ${GROUP_STRATEGIES_MAX} strategies.`);
+    expect(tooMany.body.errors).toEqual({ strategy_ids: [tooMany.body.message] });
+    expectStatus(await call("POST", "/api/admin/groups", { name: "too-many", strategy_ids: ids }), 422);
+
+    const kept = ids.slice(0, GROUP_STRATEGIES_MAX);
+    const saved = await ctx.admin("PATCH", `/api/admin/groups/${group.id}`, { strategy_ids: kept });
+    expect(saved.strategy_ids).toEqual(kept);
+    const listed = (await ctx.admin("GET", "/api/admin/groups?per_page=500")).groups.find((g: any) => g.id === group.id);
+    expect(listed.strategy_ids).toEqual(kept);
+
+    // a member of the group sees all of them, in the group's order (listUsableStrategies' LIMIT is the same bound)
+    const member = await ctx.createUser({ group_id: group.id });
+    const usable = await ctx.json("/api/v1/strategies", { headers: ctx.bearer(member.token) });
+    expectStatus(usable, 200);
+    expect(usable.body.data.strategies.map((s: any) => s.id)).toEqual(kept);
+  });
+
+  test(`the service holds at most ${STRATEGIES_MAX} strategies: creating one more is a 422`, async () => {
+    const { total } = await ctx.admin("GET", "/api/admin/strategies?per_page=1");
+    await ctx.db
+      .insert(strategies)
+      .values(Array.from({ length: STRATEGIES_MAX - total }, (_, i) => ({ name: `filler-${i}`, driver: "local" as const, config: {} })));
+    const refused = await call("POST", "/api/admin/strategies", { name: "one too many", driver: "local" });
+    expectStatus(refused, 422);
+    expect(refused.body.message).toBe(`The service holds ${STRATEGIES_MAX} storage strategies, the most it may: change one instead.`);
+    expect((await ctx.admin("GET", "/api/admin/strategies?per_page=1")).total).toBe(STRATEGIES_MAX);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { main } from "../src/cli/index.ts";
@@ -33,11 +33,12 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the CLI in-process against the real server. */
-async function cli(args: string[], env: Record<string, string | undefined> = { BASE_URL, ADMIN_TOKEN }): Promise<Run> {
+/** Runs the CLI in-process against the real server; `stdin` is what a secret prompt reads. */
+async function cli(args: string[], env: Record<string, string | undefined> = { BASE_URL, ADMIN_TOKEN }, stdin?: string): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(args, env, { out: (s) => out.push(s), err: (s) => err.push(s) });
+  const readSecret = stdin === undefined ? undefined : async () => stdin;
+  const code = await main(args, env, { out: (s) => out.push(s), err: (s) => err.push(s), readSecret });
   return { code, out, err, stdout: out.join("\n"), stderr: err.join("\n") };
 }
 
@@ -50,6 +51,14 @@ async function ok(...args: string[]): Promise<string> {
 }
 
 const lastLine = (s: string) => s.trimEnd().split("\n").at(-1)!;
+
+/** A printed table's lines, split into cells (two or more spaces apart; a cell holds at most single spaces). */
+const tableRows = (s: string) =>
+  s
+    .trimEnd()
+    .split("\n")
+    .filter((line) => !line.startsWith("Page "))
+    .map((line) => line.split(/ {2,}/));
 
 const profile = (token: string) => fetch(`${BASE_URL}/api/v1/profile`, { headers: { authorization: `Bearer ${token}` } });
 
@@ -177,9 +186,10 @@ describe("users and tokens", () => {
     const r = await cli(["user", "create", "x", "--email", "not-an-email"]);
     expect(r.code).toBe(1);
     expect(r.out).toEqual([]);
-    expect(r.err[0]).toMatch(/^error: The \w+ field is invalid/);
-    expect(r.stderr).toMatch(/^ +username: The username field is invalid/m);
-    expect(r.stderr).toMatch(/^ +email: The email field is invalid/m);
+    // the first field error is the message; the others follow under their field, none said twice
+    expect(r.err).toHaveLength(2);
+    expect(r.err[0]).toMatch(/^error: The username field is invalid/);
+    expect(r.err[1]).toMatch(/^ +email: The email field is invalid/);
 
     const email = await cli(["user", "create", uniqueName("bob"), "--email", "not-an-email"]);
     expect(email.code).toBe(1);
@@ -281,6 +291,66 @@ describe("configuration", () => {
     expect(r.stderr).toContain(join(dir, "admin-token"));
   });
 
+  test("a missing, an empty and an unreadable admin-token file each say which", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "imghost-cli-"));
+    tempDirs.push(dir);
+    const file = join(dir, "admin-token");
+    const missing = await cli(["settings", "get"], { BASE_URL, DATA_DIR: dir });
+    expect(missing.code).toBe(1);
+    expect(missing.err[0]).toBe(`error: no admin token: ADMIN_TOKEN is not set and ${file} does not exist`);
+
+    writeFileSync(file, " \n");
+    const empty = await cli(["settings", "get"], { BASE_URL, DATA_DIR: dir });
+    expect(empty.code).toBe(1);
+    expect(empty.err[0]).toBe(`error: no admin token: ADMIN_TOKEN is not set and ${file} is empty`);
+  });
+
+  test("an admin-token file this user may not read: permission denied, naming the user and uid", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "imghost-cli-"));
+    tempDirs.push(dir);
+    const file = join(dir, "admin-token");
+    writeFileSync(file, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
+    const hint = "Run the CLI as the user the server runs as (the owner of DATA_DIR), e.g. with sudo -u,";
+    if (process.getuid?.() !== 0) {
+      // an unprivileged user: a file it may not read is enough
+      chmodSync(file, 0o000);
+      const r = await cli(["settings", "get"], { BASE_URL, DATA_DIR: dir });
+      expect(r.code).toBe(1);
+      const name = Bun.spawnSync(["id", "-un"]).stdout.toString().trim();
+      const me = `${name} (uid ${process.getuid!()})`;
+      expect(r.err[0]).toBe(`error: cannot read the admin token: permission denied on ${file} for ${me}`);
+      expect(r.err[1]).toBe(hint);
+      return;
+    }
+    // root reads every file: run the CLI as nobody (setpriv, util-linux), the file root's and mode 600
+    const nobody = readFileSync("/etc/passwd", "utf8")
+      .split("\n")
+      .map((line) => line.split(":"))
+      .find((f) => f[0] === "nobody");
+    if (!nobody || !Bun.which("setpriv")) {
+      console.warn("cli: no 'nobody' user or no setpriv here: the permission-denied message is not checked as root");
+      return;
+    }
+    chmodSync(dir, 0o755);
+    const home = mkdtempSync(join(tmpdir(), "imghost-cli-home-"));
+    tempDirs.push(home);
+    chmodSync(home, 0o777);
+    const proc = Bun.spawn(
+      ["setpriv", `--reuid=${nobody[2]}`, `--regid=${nobody[3]}`, "--clear-groups", "--", process.execPath, "run", "src/cli/index.ts", "settings", "get"],
+      {
+        cwd: join(import.meta.dir, ".."),
+        env: { PATH: process.env.PATH, HOME: home, BASE_URL, DATA_DIR: dir },
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(1);
+    const lines = stderr.trimEnd().split("\n");
+    expect(lines[0]).toBe(`error: cannot read the admin token: permission denied on ${file} for nobody (uid ${nobody[2]})`);
+    expect(lines[1]).toBe(hint);
+  });
+
   test("the admin token is read (trimmed) from DATA_DIR/admin-token when ADMIN_TOKEN is unset", async () => {
     const dir = mkdtempSync(join(tmpdir(), "imghost-cli-"));
     tempDirs.push(dir);
@@ -368,17 +438,17 @@ describe("token list", () => {
     const [firstId, secondId] = [first, second].map((t) => t.split("|")[0]!);
     await ok("token", "revoke", firstId!);
 
-    const rows = (await ok("token", "list", String(id))).split("\n").map((line) => line.split(/ {2,}/));
+    const rows = tableRows(await ok("token", "list", String(id)));
     const date = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
-    expect(rows[0]).toEqual(["ID", "KIND", "CREATED", "EXPIRES", "REVOKED", "PARENT"]);
-    expect(rows.slice(1).map((r) => [r[0], r[1], r[3], r[5]])).toEqual([
-      [firstId, "permanent", "-", "-"],
-      [secondId, "permanent", "-", "-"],
-      [expect.stringMatching(/^\d+$/), "temporary", temporary.expired_at, firstId],
+    expect(rows[0]).toEqual(["ID", "LABEL", "KIND", "CREATED", "LAST USED", "EXPIRES", "REVOKED", "PARENT"]);
+    expect(rows.slice(1).map((r) => [r[0], r[1], r[2], r[5], r[7]])).toEqual([
+      [firstId, "-", "permanent", "-", "-"],
+      [secondId, "-", "permanent", "-", "-"],
+      [expect.stringMatching(/^\d+$/), "-", "temporary", temporary.expired_at, firstId],
     ]);
-    for (const r of rows.slice(1)) expect(r[2]).toMatch(date);
+    for (const r of rows.slice(1)) expect(r[3]).toMatch(date);
     // the revoked token and the temporary token it issued, revoked together
-    expect(rows.slice(1).map((r) => r[4])).toEqual([expect.stringMatching(date), "-", rows[1]![4]]);
+    expect(rows.slice(1).map((r) => r[6])).toEqual([expect.stringMatching(date), "-", rows[1]![6]]);
 
     const json = await ok("token", "list", username, "--json");
     expect(JSON.parse(json).tokens.map((t: { kind: string }) => t.kind)).toEqual(["permanent", "permanent", "temporary"]);
@@ -388,5 +458,79 @@ describe("token list", () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("unknown user 'nobody_here'");
     expect((await cli(["--help"], {})).stdout).toContain("token list <user>");
+  });
+});
+
+describe("messages said once", () => {
+  test("a short password: the server's message printed once, no field line repeating it", async () => {
+    const { username } = await createUser();
+    const r = await cli(["user", "set-password", username], { BASE_URL, ADMIN_TOKEN }, "short");
+    expect(r.code).toBe(1);
+    expect(r.out).toEqual([]);
+    expect(r.err).toEqual(["error: The password field is invalid: Too small: expected string to have >=8 characters."]);
+  });
+});
+
+describe("token labels and use (issue 16 item 11)", () => {
+  test("token create --label names the token; token list shows label, kind, created and last used", async () => {
+    const { id, username } = await createUser();
+    const created = await ok("token", "create", username, "--label", "laptop ShareX");
+    expect(created.split("\n")[0]).toMatch(new RegExp(`^Created token \\d+ "laptop ShareX" for ${username} \\(id ${id}\\); it is shown only once`));
+    const labelled = lastLine(created);
+    const plain = lastLine(await ok("token", "create", username));
+    expect((await profile(labelled)).status).toBe(200);
+
+    // last use is recorded off the request's path: wait for it
+    let rows: string[][] = [];
+    for (let i = 0; i < 50; i++) {
+      rows = tableRows(await ok("token", "list", username));
+      if (rows[1]?.[4] !== "-") break;
+      await Bun.sleep(100);
+    }
+    const date = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+    expect(rows[0]).toEqual(["ID", "LABEL", "KIND", "CREATED", "LAST USED", "EXPIRES", "REVOKED", "PARENT"]);
+    expect(rows[1]!.slice(0, 3)).toEqual([labelled.split("|")[0], "laptop ShareX", "permanent"]);
+    expect(rows[1]![3]).toMatch(date);
+    expect(rows[1]![4]).toMatch(date);
+    expect(rows[2]!.slice(0, 3)).toEqual([plain.split("|")[0], "-", "permanent"]);
+    expect(rows[2]![4]).toBe("-");
+
+    const json = JSON.parse(await ok("token", "list", username, "--json"));
+    expect(json.tokens.map((t: { label: string | null }) => t.label)).toEqual(["laptop ShareX", null]);
+    expect(json.tokens[0].last_used_at).toMatch(date);
+    expect(json.tokens[1].last_used_at).toBeNull();
+
+    // the paging options stay
+    const paged = await ok("token", "list", username, "--per-page", "1", "--page", "2");
+    expect(tableRows(paged).slice(1).map((r) => r[0])).toEqual([plain.split("|")[0]]);
+    expect(lastLine(paged)).toBe("Page 2 of 2 (2 tokens).");
+
+    // the server bounds a label: 100 characters, no control characters
+    const long = await cli(["token", "create", username, "--label", "x".repeat(101)]);
+    expect(long.code).toBe(1);
+    expect(long.err[0]).toMatch(/^error: The label field is invalid/);
+    expect((await cli(["--help"], {})).stdout).toContain("token create <user> [--label <text>]");
+  });
+});
+
+describe("group and strategy lists are pages (issue 15 item 2)", () => {
+  test("group list and strategy list take --page and --per-page and say where more is", async () => {
+    const { total: groups } = JSON.parse(await ok("group", "list", "--json"));
+    const first = await ok("group", "list", "--per-page", "1");
+    expect(tableRows(first)).toHaveLength(2);
+    expect(lastLine(first)).toBe(`Page 1 of ${groups} (${groups} groups): --page 2 for more.`);
+    const second = JSON.parse(await ok("group", "list", "--per-page", "1", "--page", "2", "--json"));
+    expect(second).toMatchObject({ current_page: 2, per_page: 1, total: groups });
+    expect(second.groups).toHaveLength(1);
+
+    await ok("strategy", "create", uniqueName("PagedStrategy"), "--driver", "local", "--config", '{"root":"/tmp/cli-paged"}');
+    const { total: strategies } = JSON.parse(await ok("strategy", "list", "--json"));
+    expect(strategies).toBeGreaterThanOrEqual(2);
+    const last = await ok("strategy", "list", "--per-page", "1", "--page", String(strategies));
+    expect(lastLine(last)).toBe(`Page ${strategies} of ${strategies} (${strategies} strategies).`);
+
+    const bad = await cli(["group", "list", "--per-page", "0"]);
+    expect(bad.code).toBe(1);
+    expect(bad.err[0]).toBe("error: --per-page must be a positive integer id, got '0'");
   });
 });

@@ -3,7 +3,9 @@
  * that drifts from openapi/schema.d.ts fails the type check. It talks to a running server at
  * BASE_URL with ADMIN_TOKEN and never opens the database.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import createClient, { type Client, type Middleware } from "openapi-fetch";
 import type { paths } from "../../openapi/schema";
@@ -23,16 +25,60 @@ function resolveBaseUrl(env: Env): string {
   return raw.replace(/\/+$/, "");
 }
 
+/**
+ * Who this process runs as, for messages: `alice (uid 1000)`, or `uid 1000` when the uid has no name. The name comes
+ * from the user database (/etc/passwd, else `id -un`), not from $USER, which sudo and su may leave as it was (and
+ * which Bun's os.userInfo() reads).
+ */
+export function currentUser(): string {
+  const uid = process.getuid?.();
+  if (uid === undefined) return userInfo().username;
+  const name = nameInPasswd(uid) ?? nameFromId();
+  return name ? `${name} (uid ${uid})` : `uid ${uid}`;
+}
+
+function nameInPasswd(uid: number): string | undefined {
+  try {
+    return readFileSync("/etc/passwd", "utf8")
+      .split("\n")
+      .map((line) => line.split(":"))
+      .find((f) => f.length > 2 && f[2] === String(uid))?.[0];
+  } catch {
+    return undefined;
+  }
+}
+
+function nameFromId(): string | undefined {
+  const r = spawnSync("id", ["-un"], { encoding: "utf8", timeout: 2000 });
+  return r.status === 0 && r.stdout.trim() ? r.stdout.trim() : undefined;
+}
+
+const TOKEN_HINTS = [
+  "Set ADMIN_TOKEN to the server's admin token, or DATA_DIR to the server's data directory",
+  "(the server writes DATA_DIR/admin-token at its first start when ADMIN_TOKEN is unset).",
+];
+
+/** ADMIN_TOKEN, else the contents of DATA_DIR/admin-token; a file that is missing, empty or unreadable says which. */
 function resolveAdminToken(env: Env): string {
   if (env.ADMIN_TOKEN) return env.ADMIN_TOKEN;
   const file = resolve(join(env.DATA_DIR || "./data", "admin-token"));
-  const token = existsSync(file) ? readFileSync(file, "utf8").trim() : "";
-  if (!token) {
-    throw new CliError(`no admin token: ADMIN_TOKEN is not set and ${file} does not exist or is empty`, [
-      "Set ADMIN_TOKEN to the server's admin token, or DATA_DIR to the server's data directory",
-      "(the server writes DATA_DIR/admin-token at its first start when ADMIN_TOKEN is unset).",
-    ]);
+  let token: string;
+  try {
+    token = readFileSync(file, "utf8").trim();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") {
+      throw new CliError(`no admin token: ADMIN_TOKEN is not set and ${file} does not exist`, TOKEN_HINTS);
+    }
+    if (code === "EACCES" || code === "EPERM") {
+      throw new CliError(`cannot read the admin token: permission denied on ${file} for ${currentUser()}`, [
+        "Run the CLI as the user the server runs as (the owner of DATA_DIR), e.g. with sudo -u,",
+        "or set ADMIN_TOKEN to the server's admin token.",
+      ]);
+    }
+    throw new CliError(`cannot read the admin token from ${file}: ${(e as Error).message}`, TOKEN_HINTS);
   }
+  if (!token) throw new CliError(`no admin token: ADMIN_TOKEN is not set and ${file} is empty`, TOKEN_HINTS);
   return token;
 }
 
@@ -106,7 +152,14 @@ export async function succeeded(request: Promise<ApiResult<object>>): Promise<vo
  * success-status body of a 2xx answer whose envelope says `status: false`.
  */
 function failure(response: Response, envelope: EnvelopeHead | undefined): CliError {
-  const details = Object.entries(envelope?.errors ?? {}).flatMap(([field, messages]) => [messages].flat().map((m) => `  ${field}: ${m}`));
+  // the message is the first field error (errors.ts): listed again under its field it would be said twice
+  const message = envelope?.message || `HTTP ${response.status}`;
+  const details = Object.entries(envelope?.errors ?? {}).flatMap(([field, messages]) =>
+    [messages]
+      .flat()
+      .filter((m) => m !== message)
+      .map((m) => `  ${field}: ${m}`),
+  );
   if (response.status === 401) details.push("Check ADMIN_TOKEN (or DATA_DIR/admin-token): it must match the server's.");
-  return new CliError(envelope?.message || `HTTP ${response.status}`, details);
+  return new CliError(message, details);
 }

@@ -1,8 +1,9 @@
 import type { components } from "../../../openapi/schema";
 import { payload } from "../client.ts";
-import { command, readCommand, type CommandGroup } from "../command.ts";
+import { command, type CommandGroup } from "../command.ts";
 import { cell } from "../output.ts";
 import { fieldCommands, type FieldType } from "./fields.ts";
+import { morePages, PAGE_USAGE, pageOptions } from "./user.ts";
 
 type GroupInput = components["schemas"]["GroupInput"];
 type CreateGroupInput = components["schemas"]["CreateGroupInput"];
@@ -34,27 +35,33 @@ const GROUP_FIELDS = {
 export const groupCommands: CommandGroup = {
   title: "Groups:",
   commands: {
-    list: readCommand(
-      "List user groups",
-      (api) => payload(api.GET("/api/admin/groups")),
-      (out, { groups }) =>
-        out.table(
-          ["ID", "NAME", "FLAGS", "MAX_FILE_KB", "CAPACITY_KB", "UPLOADS m/h/d/w/mo", "CONCURRENT", "REVIEW", "STRATEGIES"],
-          groups.map((g) => [
-            cell(g.id),
-            g.name,
-            [g.enabled ? "enabled" : "disabled", g.is_default && "default", g.is_guest && "guest", g.allow_api ? "api" : "no-api"]
-              .filter(Boolean)
-              .join(","),
-            cell(g.max_file_size_kb),
-            cell(g.default_capacity_kb),
-            [g.uploads_per_minute, g.uploads_per_hour, g.uploads_per_day, g.uploads_per_week, g.uploads_per_month].map(cell).join("/"),
-            cell(g.concurrent_uploads),
-            g.review_provider,
-            g.strategy_ids.length ? g.strategy_ids.join(",") : "-",
-          ]),
-        ),
-    ),
+    list: command({
+      usage: PAGE_USAGE,
+      summary: "List user groups, a page at a time (default: the first 100)",
+      options: ["page", "per_page"],
+      async run({ options, api, out }) {
+        const data = await payload(api().GET("/api/admin/groups", { params: { query: pageOptions(options) } }));
+        out.result(data, () => {
+          out.table(
+            ["ID", "NAME", "FLAGS", "MAX_FILE_KB", "CAPACITY_KB", "UPLOADS m/h/d/w/mo", "CONCURRENT", "REVIEW", "STRATEGIES"],
+            data.groups.map((g) => [
+              cell(g.id),
+              g.name,
+              [g.enabled ? "enabled" : "disabled", g.is_default && "default", g.is_guest && "guest", g.allow_api ? "api" : "no-api"]
+                .filter(Boolean)
+                .join(","),
+              cell(g.max_file_size_kb),
+              cell(g.default_capacity_kb),
+              [g.uploads_per_minute, g.uploads_per_hour, g.uploads_per_day, g.uploads_per_week, g.uploads_per_month].map(cell).join("/"),
+              cell(g.concurrent_uploads),
+              g.review_provider,
+              g.strategy_ids.length ? g.strategy_ids.join(",") : "-",
+            ]),
+          );
+          morePages(out, data, "groups");
+        });
+      },
+    }),
     ...fieldCommands<GroupInput, CreateGroupInput, Group>({
       noun: "group",
       fields: GROUP_FIELDS,

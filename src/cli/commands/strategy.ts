@@ -1,8 +1,9 @@
 import type { components } from "../../../openapi/schema";
 import { payload } from "../client.ts";
-import { command, readCommand, type CommandGroup } from "../command.ts";
+import { command, type CommandGroup } from "../command.ts";
 import { cell } from "../output.ts";
 import { fieldCommands, type FieldType } from "./fields.ts";
+import { morePages, PAGE_USAGE, pageOptions } from "./user.ts";
 
 type StrategyInput = components["schemas"]["StrategyInput"];
 type CreateStrategyInput = components["schemas"]["CreateStrategyInput"];
@@ -19,23 +20,29 @@ const STRATEGY_FIELDS = {
 export const strategyCommands: CommandGroup = {
   title: "Storage strategies:",
   commands: {
-    list: readCommand(
-      "List storage strategies",
-      (api) => payload(api.GET("/api/admin/strategies")),
-      (out, { strategies }) =>
-        out.table(
-          ["ID", "NAME", "DRIVER", "ENABLED", "QUOTA_KB", "USED_KB", "CONFIG"],
-          strategies.map((s) => [
-            cell(s.id),
-            s.name,
-            s.driver,
-            s.enabled ? "yes" : "no",
-            s.quota_kb === null ? "unlimited" : cell(s.quota_kb),
-            cell(s.used_kb),
-            JSON.stringify(s.config),
-          ]),
-        ),
-    ),
+    list: command({
+      usage: PAGE_USAGE,
+      summary: "List storage strategies, a page at a time (default: the first 100)",
+      options: ["page", "per_page"],
+      async run({ options, api, out }) {
+        const data = await payload(api().GET("/api/admin/strategies", { params: { query: pageOptions(options) } }));
+        out.result(data, () => {
+          out.table(
+            ["ID", "NAME", "DRIVER", "ENABLED", "QUOTA_KB", "USED_KB", "CONFIG"],
+            data.strategies.map((s) => [
+              cell(s.id),
+              s.name,
+              s.driver,
+              s.enabled ? "yes" : "no",
+              s.quota_kb === null ? "unlimited" : cell(s.quota_kb),
+              cell(s.used_kb),
+              JSON.stringify(s.config),
+            ]),
+          );
+          morePages(out, data, "strategies");
+        });
+      },
+    }),
     ...fieldCommands<StrategyInput, CreateStrategyInput, AdminStrategy>({
       noun: "strategy",
       fields: STRATEGY_FIELDS,

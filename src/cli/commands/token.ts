@@ -2,40 +2,50 @@ import { payload, succeeded } from "../client.ts";
 import { command, type CommandGroup } from "../command.ts";
 import { cell } from "../output.ts";
 import { parseId } from "../values.ts";
-import { morePages, resolveUser } from "./user.ts";
+import { morePages, PAGE_USAGE, pageOptions, resolveUser } from "./user.ts";
 
 export const tokenCommands: CommandGroup = {
   title: "Tokens:",
   commands: {
     create: command({
-      usage: "<user>",
-      summary: "Create a permanent API token (printed alone on the last line)",
+      usage: "<user> [--label <text>]",
+      summary: "Create a permanent API token (printed alone on the last line); --label names it, e.g. \"laptop ShareX\"",
       args: ["user"],
-      async run({ args, api, out }) {
-        const { id, label } = await resolveUser(api(), args.user);
-        const token = await payload(api().POST("/api/admin/users/{id}/tokens", { params: { path: { id } } }));
+      options: ["label"],
+      async run({ args, options, api, out }) {
+        const user = await resolveUser(api(), args.user);
+        const body = options.label === undefined ? undefined : { label: options.label };
+        const token = await payload(api().POST("/api/admin/users/{id}/tokens", { params: { path: { id: user.id } }, body }));
         out.result(token, () => {
-          out.line(`Created token ${token.id} for ${label}; it is shown only once (revoke with: token revoke ${token.id}):`);
+          const named = options.label?.trim() ? ` "${options.label.trim()}"` : "";
+          out.line(`Created token ${token.id}${named} for ${user.label}; it is shown only once (revoke with: token revoke ${token.id}):`);
           out.line(token.token);
         });
       },
     }),
     list: command({
-      usage: "<user> [--page <n>] [--per-page <n>]",
+      usage: `<user> ${PAGE_USAGE}`,
       summary: "List a user's tokens (never their secrets), a page at a time (default: the first 100)",
+      notes: ["    columns: ID, LABEL, KIND, CREATED, LAST USED (never: -), EXPIRES, REVOKED, PARENT (the token that issued a temporary one)"],
       args: ["user"],
       options: ["page", "per_page"],
       async run({ args, options, api, out }) {
         const { id } = await resolveUser(api(), args.user);
-        const query = {
-          page: options.page === undefined ? undefined : parseId(options.page, "--page"),
-          per_page: options.per_page === undefined ? undefined : parseId(options.per_page, "--per-page"),
-        };
+        const query = pageOptions(options);
         const data = await payload(api().GET("/api/admin/users/{id}/tokens", { params: { path: { id }, query } }));
         out.result(data, () => {
           out.table(
-            ["ID", "KIND", "CREATED", "EXPIRES", "REVOKED", "PARENT"],
-            data.tokens.map((t) => [cell(t.id), t.kind, t.created_at, cell(t.expired_at), cell(t.revoked_at), cell(t.parent_token_id)]),
+            ["ID", "LABEL", "KIND", "CREATED", "LAST USED", "EXPIRES", "REVOKED", "PARENT"],
+            data.tokens.map((t) => [
+              cell(t.id),
+              cell(t.label || null),
+              t.kind,
+              t.created_at,
+              cell(t.last_used_at),
+              cell(t.expired_at),
+              cell(t.revoked_at),
+              cell(t.parent_token_id),
+            ]),
           );
           morePages(out, data, "tokens");
         });

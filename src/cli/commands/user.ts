@@ -14,6 +14,15 @@ export function morePages(out: Output, data: { current_page: number; last_page: 
   if (data.last_page > 1) out.line(`Page ${data.current_page} of ${data.last_page} (${data.total} ${what})${data.current_page < data.last_page ? `: --page ${data.current_page + 1} for more` : ""}.`);
 }
 
+/** `--page` and `--per-page` of a listing, as the admin API's `page` and `per_page`. */
+export const pageOptions = (options: { page?: string; per_page?: string }) => ({
+  page: options.page === undefined ? undefined : parseId(options.page, "--page"),
+  per_page: options.per_page === undefined ? undefined : parseId(options.per_page, "--per-page"),
+});
+
+/** The usage of a listing's paging options. */
+export const PAGE_USAGE = "[--page <n>] [--per-page <n>]";
+
 /** `<user>` is a username or a numeric id. */
 const isId = (ref: string) => /^\d+$/.test(ref);
 
@@ -95,11 +104,11 @@ export const userCommands: CommandGroup = {
       },
     }),
     list: command({
-      usage: "[--page <n>] [--per-page <n>]",
+      usage: PAGE_USAGE,
       summary: "List the users, a page at a time (default: the first 100)",
       options: ["page", "per_page"],
       async run({ options, api, out }) {
-        const query = { page: ifGiven(options.page, (v) => parseId(v, "--page")), per_page: ifGiven(options.per_page, (v) => parseId(v, "--per-page")) };
+        const query = pageOptions(options);
         const data = await payload(api().GET("/api/admin/users", { params: { query } }));
         out.result(data, () => {
           out.table(

@@ -1,6 +1,7 @@
-import { asc, eq } from "drizzle-orm";
+import { asc, eq, inArray, sql } from "drizzle-orm";
 import type { Db, Executor } from "../client.ts";
 import { groupStrategies, groups } from "../schema.ts";
+import { GROUP_STRATEGIES_MAX } from "./strategies.ts";
 
 export type Group = typeof groups.$inferSelect;
 export type NewGroup = typeof groups.$inferInsert;
@@ -21,16 +22,31 @@ export async function getDefaultGroup(db: Executor): Promise<Group | null> {
   return row ?? null;
 }
 
-async function strategyIdsByGroup(db: Executor): Promise<Map<number, number[]>> {
-  const links = await db.select().from(groupStrategies).orderBy(asc(groupStrategies.position));
+/** The ordered strategy ids of these groups (at most GROUP_STRATEGIES_MAX each, which saving enforces). */
+async function strategyIdsByGroup(db: Executor, groupIds: number[]): Promise<Map<number, number[]>> {
   const map = new Map<number, number[]>();
+  if (groupIds.length === 0) return map;
+  const links = await db
+    .select()
+    .from(groupStrategies)
+    .where(inArray(groupStrategies.groupId, groupIds))
+    .orderBy(asc(groupStrategies.groupId), asc(groupStrategies.position))
+    .limit(groupIds.length * GROUP_STRATEGIES_MAX);
   for (const l of links) map.set(l.groupId, [...(map.get(l.groupId) ?? []), l.strategyId]);
   return map;
 }
 
-export async function listGroups(db: Executor): Promise<GroupWithStrategies[]> {
-  const [rows, links] = await Promise.all([db.select().from(groups).orderBy(asc(groups.id)), strategyIdsByGroup(db)]);
-  return rows.map((g) => ({ ...g, strategyIds: links.get(g.id) ?? [] }));
+/** A page of the groups by id, each with its ordered strategy ids, and how many groups there are. */
+export async function listGroups(db: Executor, limit: number, offset: number): Promise<{ rows: GroupWithStrategies[]; total: number }> {
+  const [rows, [counted]] = await Promise.all([
+    db.select().from(groups).orderBy(asc(groups.id)).limit(limit).offset(offset),
+    db.select({ n: sql<number>`count(*)::int` }).from(groups),
+  ]);
+  const links = await strategyIdsByGroup(
+    db,
+    rows.map((g) => g.id),
+  );
+  return { rows: rows.map((g) => ({ ...g, strategyIds: links.get(g.id) ?? [] })), total: counted?.n ?? 0 };
 }
 
 export async function getGroupWithStrategies(db: Executor, id: number): Promise<GroupWithStrategies | null> {
@@ -40,11 +56,12 @@ export async function getGroupWithStrategies(db: Executor, id: number): Promise<
     .select()
     .from(groupStrategies)
     .where(eq(groupStrategies.groupId, id))
-    .orderBy(asc(groupStrategies.position));
+    .orderBy(asc(groupStrategies.position))
+    .limit(GROUP_STRATEGIES_MAX);
   return { ...group, strategyIds: links.map((l) => l.strategyId) };
 }
 
-/** Creates or updates a group; `strategyIds`, when given, replaces its ordered strategy list. */
+/** Creates or updates a group; `strategyIds` (at most GROUP_STRATEGIES_MAX: the caller checks), when given, replaces its ordered strategy list. */
 export async function saveGroup(
   db: Db,
   id: number | null,

@@ -4,6 +4,7 @@ import { bearerToken, guardedAuth } from "../../http/auth.ts";
 import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
+import { GROUP_STRATEGIES_MAX } from "../../db/repositories/strategies.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX, intField } from "../../http/validation.ts";
@@ -88,7 +89,10 @@ export const GroupInput = z
     review_webhook_url: z.url().nullable(),
     review_timeout_ms: z.number().int().min(100).max(60_000),
     review_fail_open: z.boolean().openapi({ description: "Accept the image when the review webhook fails or times out" }),
-    strategy_ids: z.array(z.number().int().positive().max(INT4_MAX)).openapi({ description: "Ordered: automatic uploads try them in this order" }),
+    strategy_ids: z
+      .array(z.number().int().positive().max(INT4_MAX))
+      .max(GROUP_STRATEGIES_MAX, `A group lists at most ${GROUP_STRATEGIES_MAX} strategies`)
+      .openapi({ description: `Ordered: automatic uploads try them in this order (at most ${GROUP_STRATEGIES_MAX})` }),
   })
   .partial()
   .openapi("GroupInput");

@@ -1,5 +1,5 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
-import { createStrategy, getStrategy, listStrategies, type Strategy, updateStrategy } from "../../db/repositories/strategies.ts";
+import { createStrategy, getStrategy, listStrategiesPage, STRATEGIES_MAX, type Strategy, updateStrategy } from "../../db/repositories/strategies.ts";
 import { notFound, validationError } from "../../errors.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
@@ -7,7 +7,7 @@ import { envelope } from "../../http/schemas.ts";
 import { fieldErrors } from "../../http/validation.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { localConfigSchema, s3ConfigSchema } from "../../storage/index.ts";
-import { AdminStrategy, adminRoute, idParam, jsonBody, StrategyInput } from "./common.ts";
+import { AdminStrategy, adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery, StrategyInput } from "./common.ts";
 
 const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");
 
@@ -33,13 +33,19 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/strategies",
       operationId: "adminListStrategies",
       summary: "List storage strategies",
-      description: "Every storage strategy with its driver, configuration (secrets masked), quota and used space.",
+      description:
+        "A page of the storage strategies by id (`page`, `per_page` up to 500, default 100), each with its driver, configuration (secrets masked), quota and used space.",
+      request: { query: pageQuery },
       responses: {
-        ...okResponse(envelope(z.object({ strategies: z.array(AdminStrategy) }), "AdminStrategyListResponse"), "The strategies"),
-        ...errorResponses(401, 500),
+        ...okResponse(envelope(z.object({ strategies: z.array(AdminStrategy), ...pageFields }), "AdminStrategyListResponse"), "A page of strategies"),
+        ...errorResponses(401, 422, 500),
       },
     }),
-    async (c) => respond(c, { strategies: (await listStrategies(c.get("deps").db)).map(toOutput) }),
+    async (c) => {
+      const { page, per_page } = c.req.valid("query");
+      const { rows, total } = await listStrategiesPage(c.get("deps").db, per_page, (page - 1) * per_page);
+      return respond(c, { strategies: rows.map(toOutput), ...pageOf(page, per_page, total) });
+    },
   );
   app.openapi(
     adminRoute({
@@ -47,7 +53,9 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/strategies",
       operationId: "adminCreateStrategy",
       summary: "Create a storage strategy",
-      description: "Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. Link it to groups with `strategy_ids`.",
+      description:
+        "Creates a storage strategy. `local`: `{root?, url?}`; `s3`: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`. " +
+        `Link it to groups with \`strategy_ids\`. The service holds at most ${STRATEGIES_MAX} strategies: beyond, 422.`,
       request: { body: jsonBody(StrategyInput.required({ name: true, driver: true }).openapi("CreateStrategyInput")) },
       responses: { ...okResponse(StrategyResponse, "The strategy"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
@@ -60,6 +68,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
         quotaKb: b.quota_kb ?? null,
         enabled: b.enabled ?? true,
       });
+      if (!s) throw validationError({ name: [`The service holds ${STRATEGIES_MAX} storage strategies, the most it may: change one instead.`] });
       return respond(c, toOutput(s));
     },
   );

@@ -21,7 +21,9 @@ const AdminToken = z
   .object({
     id: z.number().int().openapi({ example: 7 }),
     kind: z.enum(["permanent", "temporary"]),
+    label: z.string().nullable().openapi({ description: "The name given at creation (admin API or user center); null without one", example: "laptop ShareX" }),
     created_at: dateTime,
+    last_used_at: dateTime.nullable().openapi({ description: "When the token last authenticated a request (recorded at most once a minute); null if never" }),
     expired_at: dateTime.nullable().openapi({ description: "null for a permanent token" }),
     revoked_at: dateTime.nullable().openapi({ description: "null unless revoked" }),
     parent_token_id: z
@@ -31,6 +33,20 @@ const AdminToken = z
       .openapi({ description: "The permanent token that issued this temporary token; revoking it revokes this one too", example: 3 }),
   })
   .openapi("AdminToken", { description: "A token's record; its secret is never shown again." });
+
+/** A permanent token's name, as the user center's API Tokens page takes it. */
+export const TOKEN_LABEL_MAX = 100;
+const CreateTokenInput = z
+  .object({
+    label: z
+      .string()
+      .trim()
+      .max(TOKEN_LABEL_MAX)
+      .nullable()
+      .optional()
+      .openapi({ description: `What uses the token, e.g. "laptop ShareX" (at most ${TOKEN_LABEL_MAX} characters; empty or null: none)`, example: "laptop ShareX" }),
+  })
+  .openapi("CreateTokenInput");
 
 const formatOptional = (d: Date | null) => (d ? formatDateTime(d) : null);
 
@@ -43,15 +59,15 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users/{id}/tokens",
       operationId: "adminCreateToken",
       summary: "Create a permanent API token for a user",
-      description: `The full value is returned once; only its SHA-256 is stored. An account holds at most ${TOKEN_LIMITS.livePermanent} unrevoked permanent tokens: beyond, 400.`,
-      request: { params: idParam },
-      responses: { ...okResponse(envelope(PermanentToken, "PermanentTokenResponse"), "The token"), ...errorResponses(400, 401, 404, 422, 500) },
+      description: `The full value is returned once; only its SHA-256 is stored. An optional JSON body names it (\`label\`). An account holds at most ${TOKEN_LIMITS.livePermanent} unrevoked permanent tokens: beyond, 400.`,
+      request: { params: idParam, body: { required: false, content: { "application/json": { schema: CreateTokenInput } } } },
+      responses: { ...okResponse(envelope(PermanentToken, "PermanentTokenResponse"), "The token"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
       const { db, clock } = c.get("deps");
       const user = await getUser(db, c.req.valid("param").id);
       if (!user) throw notFound("User not found.");
-      return respond(c, await issuePermanentToken(db, user.id, clock()));
+      return respond(c, await issuePermanentToken(db, user.id, clock(), c.req.valid("json").label || null));
     },
   );
   app.openapi(
@@ -79,7 +95,9 @@ export function register(app: OpenAPIHono<AppEnv>) {
         tokens: rows.map((t) => ({
           id: t.id,
           kind: t.kind,
+          label: t.label,
           created_at: formatDateTime(t.createdAt),
+          last_used_at: formatOptional(t.lastUsedAt),
           expired_at: formatOptional(t.expiredAt),
           revoked_at: formatOptional(t.revokedAt),
           parent_token_id: t.parentTokenId,
