@@ -1,6 +1,7 @@
 /**
  * Logging: pino, one JSON object a line (LOG_FORMAT=json, the default when stdout is not a terminal) or a readable
- * line (LOG_FORMAT=pretty, the default on a terminal), at LOG_LEVEL.
+ * line (LOG_FORMAT=pretty, the default on a terminal), at LOG_LEVEL. A pretty line is the message and then, as
+ * `key=value`, only what the message does not already say (see prettyMessage): every field is in the JSON form.
  *
  * A request's work logs through the logger of its request (it carries `request_id`), found with `logFor(deps)`:
  * the request middleware runs the rest of the request inside `withLogger`, so services need no logger parameter.
@@ -28,7 +29,60 @@ export interface LogOptions {
 
 const REDACTED_KEYS = ["authorization", "cookie", "password", "token", "adminToken", "secret_access_key", "access_key_id"];
 
-const PRETTY = { translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", singleLine: true } as const;
+/**
+ * Fields a pretty line leaves out: pino's own, and the request line's sizes and client address (its message already
+ * reads `GET /route 200 1.2 ms`); the JSON form keeps them.
+ */
+const PRETTY_OMITTED = new Set(["level", "time", "pid", "hostname", "name", "msg", "bytes_in", "bytes_out", "client"]);
+
+const prettyValue = (v: unknown): string => {
+  const text = typeof v === "string" ? v : JSON.stringify(v);
+  return typeof v === "string" && /[\s="]/.test(v) ? JSON.stringify(v) : text;
+};
+
+/** Whether the message spells out this value: as one of its words (`7` is not said by `41.7`), or verbatim if it holds a space. */
+const says = (message: string, words: Set<string>, value: string) => value !== "" && (/\s/.test(value) ? message.includes(value) : words.has(value));
+
+/**
+ * A pretty line's text: the message, then `key=value` for each field the message does not already spell out (the
+ * request line's method, route, status and duration are in its message; its request_id is not), then an error's
+ * type and message, and at error level its stack on the lines below.
+ */
+export function prettyMessage(log: Record<string, unknown>, messageKey = "msg"): string {
+  const message = typeof log[messageKey] === "string" ? (log[messageKey] as string) : "";
+  const parts = message ? [message] : [];
+  const words = new Set(message.split(/\s+/).map((w) => w.replace(/^[(["']+|[)\]"',;:.…]+$/g, "")));
+  let stack: string | undefined;
+  for (const [key, value] of Object.entries(log)) {
+    if (key === messageKey || PRETTY_OMITTED.has(key) || value === undefined || value === null) continue;
+    if (key === "err" && typeof value === "object") {
+      const err = value as { type?: string; message?: string; code?: unknown; stack?: string };
+      parts.push(`err=${prettyValue(`${err.type ?? "Error"}: ${err.message ?? ""}${err.code !== undefined ? ` (${String(err.code)})` : ""}`)}`);
+      stack = err.stack;
+      continue;
+    }
+    if ((typeof value === "string" || typeof value === "number" || typeof value === "boolean") && says(message, words, String(value))) continue;
+    parts.push(`${key}=${prettyValue(value)}`);
+  }
+  const text = parts.join(" ");
+  const level = typeof log.level === "string" ? log.level : "";
+  if (stack && (level === "error" || level === "fatal")) {
+    const frames = stack.split("\n").slice(1).map((line) => `    ${line.trim()}`);
+    if (frames.length > 0) return `${text}\n${frames.join("\n")}`;
+  }
+  return text;
+}
+
+const PRETTY = {
+  translateTime: "SYS:HH:MM:ss.l",
+  // `caller` would show as pino-pretty's call-site `<5>`: prettyMessage writes it as caller=5
+  ignore: "pid,hostname,caller",
+  // the fields are in the message (prettyMessage), not again as JSON after it; with the object hidden, singleLine
+  // would only drop the line's end
+  hideObject: true,
+  singleLine: false,
+  messageFormat: (log: Record<string, unknown>, messageKey: string) => prettyMessage(log, messageKey),
+};
 
 export function createLogger(options: LogOptions): Logger {
   let destination: DestinationStream;
