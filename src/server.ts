@@ -1,4 +1,5 @@
-import { accessSync, constants, mkdirSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
+import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { objectServerFor } from "./routes/site/serve-object.ts";
@@ -19,22 +20,38 @@ function refuseToStart(line: string): never {
   process.exit(1);
 }
 
-/** DATA_DIR exists (or can be made) and this user may write there. */
+/** DATA_DIR exists (or can be made) and this user may write there; otherwise one line saying which of the two failed. */
 function checkDataDir(env: Env) {
   const dir = resolve(env.DATA_DIR);
+  const who = `this user (${userInfo().username}, uid ${process.getuid?.() ?? "?"})`;
+  const reason = (e: unknown) => {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === "EACCES" || code === "EPERM"
+      ? `permission denied for ${who}`
+      : code === "ENOTDIR" || code === "EEXIST"
+        ? "a part of the path is a file, not a directory"
+        : code === "EROFS"
+          ? "the file system is read-only"
+          : (code ?? (e as Error).message);
+  };
+  if (!existsSync(dir)) {
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (e) {
+      refuseToStart(`DATA_DIR: ${JSON.stringify(env.DATA_DIR)} does not exist and cannot be created (${reason(e)})`);
+    }
+  }
   try {
-    mkdirSync(dir, { recursive: true });
+    if (!statSync(dir).isDirectory()) refuseToStart(`DATA_DIR: ${JSON.stringify(env.DATA_DIR)} is not a directory`);
     accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     const why =
       code === "EACCES" || code === "EPERM"
-        ? `is not readable and writable by this user (uid ${process.getuid?.() ?? "?"})`
-        : code === "ENOTDIR" || code === "EEXIST"
-          ? "is not a directory"
-          : code === "EROFS"
-            ? "is on a read-only file system"
-            : `cannot be used (${code ?? (e as Error).message})`;
+        ? `is not readable and writable by ${who}`
+        : code === "EROFS"
+          ? "is on a read-only file system"
+          : `cannot be used (${reason(e)})`;
     refuseToStart(`DATA_DIR: ${JSON.stringify(env.DATA_DIR)} ${why}`);
   }
 }

@@ -78,12 +78,12 @@ beforeAll(async () => {
     stdout: "pipe",
     stderr: "pipe",
   });
-  (async () => {
-    for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) output += new TextDecoder().decode(chunk);
-  })();
-  (async () => {
-    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) output += new TextDecoder().decode(chunk);
-  })();
+  for (const stream of [proc.stdout, proc.stderr] as ReadableStream<Uint8Array>[]) {
+    void (async () => {
+      const reader = stream.getReader();
+      for (let step = await reader.read(); !step.done; step = await reader.read()) output += new TextDecoder().decode(step.value);
+    })();
+  }
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`server exited: ${output}`);

@@ -78,7 +78,7 @@ describe("no body is read before the sender is known", () => {
   test("without a credential and guest upload off: 401 once the file part begins, having read at most the small fields", async () => {
     const upload = streamingUpload({ fileBytes: 50 * 1024 * 1024 });
     const body = await expectStatus(await postUpload(ctx, upload), 401);
-    expect(body.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>'.");
+    expect(body.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).");
     expect(upload.counter.pulled).toBeLessThan(3 * CHUNK); // of 50 MB offered
     expect(upload.counter.cancelled).toBe(true);
   });
@@ -124,9 +124,16 @@ describe("no body is read before the sender is known", () => {
     expectStatus(before, 200);
 
     const after = streamingUpload({ fileBytes: 5 * 1024 * 1024, fields: {} });
-    // the token after the file: the server never reaches it
-    expectStatus(await postUpload(ctx, after), 401);
+    // the token after the file: the server never reaches it, and says where the token must be
+    const refused = await expectStatus(await postUpload(ctx, after), 401);
+    expect(refused.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).");
     expect(after.counter.pulled).toBeLessThan(3 * CHUNK);
+    // the same with a real form whose token field follows the file (issue 16: the message names the remedy)
+    const form = new FormData();
+    form.append("file", new File([Buffer.from(png)], "a.png", { type: "image/png" }));
+    form.append("token", token);
+    const late = await ctx.request("/api/v1/upload", { method: "POST", body: form });
+    expect((await expectStatus(late, 401)).message).toContain("a form field 'token' before the file part");
   });
 });
 

@@ -505,7 +505,7 @@ describe("files", () => {
       [svg, "a.png", "image/png", "The file content is not a valid PNG image."],
       [svg, "a.png", "application/octet-stream", "The file content is not a valid PNG image."],
       [svg, "a.png", undefined, "The file content is not a valid PNG image."],
-      [svgWithXml, "a.jpg", "image/jpeg", "The file content is not a valid JPG image."],
+      [svgWithXml, "a.jpg", "image/jpeg", "The file is named .jpg but its content is an XML document: rename it, or send another file."],
       [svg, "a.png", "image/svg+xml", "The declared type image/svg+xml does not match the .png extension."],
       [svg, "a.svg", "image/png", "Unsupported format .svg: allowed are .jpg, .jpeg, .png, .gif, .webp, .avif."],
       [svg, "a.svg", "image/svg+xml", "Unsupported format .svg: allowed are .jpg, .jpeg, .png, .gif, .webp, .avif."],
@@ -596,7 +596,8 @@ describe("files", () => {
           if (declared && declared !== "application/octet-stream" && declared !== extMime) {
             await refused(send, 400, `The declared type ${declared} does not match the .${ext} extension.`);
           } else if (content !== ext) {
-            await refused(send, 400, `The file content is not a valid ${ext.toUpperCase()} image.`);
+            const named = { png: "a PNG image (.png)", jpg: "a JPEG image (.jpg or .jpeg)", gif: "a GIF image (.gif)" }[content];
+            await refused(send, 400, `The file is named .${ext} but its content is ${named}: rename it, or send another file.`);
           } else {
             const d = expectStatus(await send(), 200).data;
             expect([d.mimetype, d.extension], what).toEqual([extMime, ext]);

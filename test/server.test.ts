@@ -125,7 +125,22 @@ describe("start-up failures: one line naming the variable, exit code 1, no stack
     });
     expect(await proc.exited).toBe(1);
     const stderr = (await new Response(proc.stderr).text()).trim();
-    expect(stderr).toBe(`DATA_DIR: ${JSON.stringify(dir)} is not readable and writable by this user (uid 65534)`);
+    expect(stderr).toBe(`DATA_DIR: ${JSON.stringify(dir)} is not readable and writable by this user (nobody, uid 65534)`);
+  });
+
+  test.skipIf(process.getuid?.() !== 0)("a DATA_DIR that does not exist and cannot be created says so (run as nobody)", async () => {
+    const parent = tempDir();
+    chmodSync(parent, 0o555);
+    const dir = join(parent, "data");
+    const proc = Bun.spawn(["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, HOME: "/tmp", DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(await freePort()) },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(await proc.exited).toBe(1);
+    const stderr = (await new Response(proc.stderr).text()).trim();
+    expect(stderr).toBe(`DATA_DIR: ${JSON.stringify(dir)} does not exist and cannot be created (permission denied for this user (nobody, uid 65534))`);
   });
 });
 

@@ -241,7 +241,7 @@ describe("check 1: format", () => {
     const html = new TextEncoder().encode("<!doctype html><script>alert(1)</script>");
     const glued = new Uint8Array(Buffer.concat([Buffer.from(jpeg.subarray(0, 300)), Buffer.from("<script>alert(document.cookie)</script>".repeat(10))]));
     const cases: [Uint8Array, string, string | undefined, string][] = [
-      [png, "a.jpg", "image/jpeg", "not a valid jpg"], // PNG named .jpg
+      [png, "a.jpg", "image/jpeg", "named .jpg but its content is a png image (.png)"], // PNG named .jpg
       [png, "a.png", "image/jpeg", "declared type"], // declared type disagrees
       [html, "a.png", "image/png", "not a valid png"], // HTML named .png
       [glued, "a.jpg", "image/jpeg", "not a valid jpg"], // JPEG header glued to a script
@@ -254,6 +254,17 @@ describe("check 1: format", () => {
     for (const [bytes, filename, type, message] of cases) {
       await expectRefused(await ctx.upload(alice.token, { bytes, filename, contentType: type }), 400, message, before);
     }
+  });
+
+  test("content of another type: the message names what the file is (issue 16)", async () => {
+    const before = await snapshot();
+    const jpeg = await makeNoisyJpeg(120, 80);
+    const res = await ctx.upload(alice.token, { bytes: jpeg, filename: "holiday.png", contentType: "application/octet-stream" });
+    expect(expectStatus(res, 400).message).toBe("The file is named .png but its content is a JPEG image (.jpg or .jpeg): rename it, or send another file.");
+    const pdf = new TextEncoder().encode("%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n");
+    const asPdf = await ctx.upload(alice.token, { bytes: pdf, filename: "scan.jpg", contentType: "image/jpeg" });
+    expect(expectStatus(asPdf, 400).message).toBe("The file is named .jpg but its content is a PDF document: rename it, or send another file.");
+    await expectRefused(await ctx.upload(alice.token, { bytes: jpeg, filename: "again.png" }), 400, "its content is a jpeg image", before);
   });
 
   test("a format the group does not allow is refused; the group's list is the authority", async () => {

@@ -24,3 +24,31 @@ export const mimeAliases: Record<string, string> = {
   "image/x-png": "image/png",
   "image/tif": "image/tiff",
 };
+
+/** What a sniffed media type is called in a message, and the extensions that would name it here. */
+const kinds: Record<string, string> = {
+  "image/jpeg": "a JPEG image",
+  "image/png": "a PNG image",
+  "image/gif": "a GIF image",
+  "image/webp": "a WebP image",
+  "image/avif": "an AVIF image",
+  "image/tiff": "a TIFF image",
+  "image/heic": "a HEIC image",
+  "image/heif": "a HEIF image",
+  "image/bmp": "a BMP image",
+  "image/x-icon": "an icon (ICO)",
+  "image/vnd.adobe.photoshop": "a Photoshop document",
+  "application/pdf": "a PDF document",
+  "application/zip": "a ZIP archive",
+  "video/mp4": "an MP4 video",
+  "video/quicktime": "a QuickTime video",
+  "text/html": "an HTML page",
+  "application/xml": "an XML document",
+};
+
+/** "a JPEG image (.jpg or .jpeg)", "a PDF document", or the media type itself for anything else. */
+export function describeContent(mime: string): string {
+  const kind = kinds[mime] ?? `of type ${mime}`;
+  const names = supportedExtensions.filter((e) => formats[e] === mime).map((e) => `.${e}`);
+  return names.length ? `${kind} (${names.join(" or ")})` : kind;
+}

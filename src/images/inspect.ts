@@ -13,6 +13,9 @@ export interface Inspection {
   declared: { width: number; height: number };
 }
 
+/** The media type the bytes show, or null when file-type does not recognise them. */
+export const sniffMime = async (bytes: Uint8Array) => (await fileTypeFromBuffer(bytes))?.mime ?? null;
+
 /**
  * Sniffs the content and reads the dimensions from the header only (no pixel decoding), as displayed
  * (EXIF orientation applied; one frame of an animation). Null when sharp cannot read a header.

@@ -4,9 +4,9 @@ import { type ImageRow, RecordRefused, recordAcceptedUpload } from "../db/reposi
 import type { Strategy } from "../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
-import { type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
+import { describeContent, type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
 import { DecodeOverBudget, DecoderPool } from "../images/decoder.ts";
-import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS } from "../images/inspect.ts";
+import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../images/inspect.ts";
 import { defaultWorkQueueLimits, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
@@ -172,7 +172,14 @@ async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
     throw badRequest(`The declared type ${upload.declaredType} does not match the .${upload.extension} extension.`);
   }
   const inspection = await inspectImage(upload.bytes);
-  if (!inspection || inspection.sniffedMime !== upload.mimetype) throw notAValidImage(upload);
+  if (!inspection || inspection.sniffedMime !== upload.mimetype) {
+    // name what the content is, so the sender can fix the name instead of guessing
+    const sniffed = inspection?.sniffedMime ?? (await sniffMime(upload.bytes));
+    if (sniffed && sniffed !== upload.mimetype) {
+      throw badRequest(`The file is named .${upload.extension} but its content is ${describeContent(sniffed)}: rename it, or send another file.`);
+    }
+    throw notAValidImage(upload);
+  }
   return inspection;
 }
 

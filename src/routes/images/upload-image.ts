@@ -10,7 +10,7 @@ import { envelope, Image } from "../../http/schemas.ts";
 import { parseDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
-import { badRequest, validationError } from "../../errors.ts";
+import { AppError, badRequest, validationError } from "../../errors.ts";
 import { subjectOf, takeUploadSlot, uploadImage } from "../../services/upload.ts";
 import { metricsFor, refusalReason, tagRefusal } from "../../observability/metrics.ts";
 
@@ -55,6 +55,15 @@ const UploadFields = z.object({
       return d;
     }),
 });
+
+/**
+ * A sender refused for having no credential is told where a form token must be: the file part is never read to
+ * find one after it (cost before trust), which a client putting `token` last cannot guess.
+ */
+function withTokenFieldHint(e: unknown): unknown {
+  if (!(e instanceof AppError) || e.status !== 401) return e;
+  return new AppError("unauthorized", `${e.message.replace(/\.$/, "")}, or a form field 'token' before the file part (a token after the file is never read).`);
+}
 
 /** Counts the refused uploads by reason, whatever step refused them (the gates here, or the service's checks). */
 const countRefusals: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -132,7 +141,9 @@ async function receiveBody(c: Context<AppEnv>, boundary: string) {
       async limitFor(fields) {
         if (!caller) {
           const token = fields.get("token")?.trim() || null;
-          caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess));
+          caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess)).catch((e) => {
+            throw token === null ? withTokenFieldHint(e) : e;
+          });
           await claim(caller, false);
         }
         limitKb = caller.group.maxFileSizeKb;
@@ -155,7 +166,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
     const deps = c.get("deps");
     const boundary = boundaryOf(c.req.header("content-type"));
     if (!boundary) {
-      if (!c.get("caller")) await authenticate(deps, null, uploadAccess);
+      if (!c.get("caller")) await authenticate(deps, null, uploadAccess).catch((e) => Promise.reject(withTokenFieldHint(e)));
       throw validationError({ file: ["The file field is required: send multipart/form-data."] });
     }
     const { caller, body, releaseSlot } = await receiveBody(c, boundary);
