@@ -77,15 +77,24 @@ export function createApp(deps: Deps) {
   // within 1 MB and the body deadline, so that no handler waits on a slow sender
   const bodyDeadlineMs = (deps.config.bodyReadTimeoutSeconds ?? 30) * 1000;
   app.use("/api/*", async (c, next) => {
-    if (c.req.path === "/api/v1/upload" || !c.req.raw.body) return next();
-    let bytes: Buffer<ArrayBuffer>;
-    try {
-      bytes = await readBodyWithin(c.req.raw, { limit: 1024 * 1024, deadlineMs: bodyDeadlineMs });
-    } catch (e) {
-      if (e instanceof BodyTooLarge) throw new AppError("bad_request", "The request body is larger than 1 MB.");
-      throw e;
+    if (c.req.path === "/api/v1/upload") return next();
+    let bytes: Buffer<ArrayBuffer> | null = null;
+    if (c.req.raw.body) {
+      try {
+        bytes = await readBodyWithin(c.req.raw, { limit: 1024 * 1024, deadlineMs: bodyDeadlineMs });
+      } catch (e) {
+        if (e instanceof BodyTooLarge) throw new AppError("bad_request", "The request body is larger than 1 MB.");
+        throw e;
+      }
     }
-    c.req.raw = new Request(c.req.raw, { body: bytes });
+    if (bytes && bytes.length > 0) c.req.raw = new Request(c.req.raw, { body: bytes });
+    else if (c.req.raw.headers.has("content-type")) {
+      // no body at all, whatever Content-Type says: an optional JSON body is then absent, a required one missing (422)
+      const headers = new Headers(c.req.raw.headers);
+      headers.delete("content-type");
+      headers.delete("content-length");
+      c.req.raw = new Request(c.req.raw.url, { method: c.req.raw.method, headers, signal: c.req.raw.signal });
+    }
     return next();
   });
 

@@ -47,7 +47,10 @@ describe.skipIf(!hasProc)("resources under abuse (the real server)", () => {
         `PSS of its ${m.processes} processes idle ${f(m.idleTree)}, peak +${f(m.peakTree - m.idleTree)}; ` +
         `written before the answer: at most ${(m.beforeAnswerMax / MB).toFixed(2)} MB per client, slowest answer ${Math.round(m.answerMsMax)} ms`,
     );
-    expect(m.statuses).toEqual({ "401": 16 });
+    // each is refused (401) and its connection closed (so the unread rest cannot be trickled to hold it): a client
+    // still writing reads the 401 or meets the close first, never anything else
+    expect(Object.keys(m.statuses).filter((s) => s !== "401" && !s.startsWith("none (EPIPE") && !s.startsWith("none (ECONNRESET"))).toEqual([]);
+    expect(m.statuses["401"] ?? 0).toBeGreaterThanOrEqual(1);
     // the 401 comes from the small fields before the file part, not after the body (30 MB takes ~3 s to send)
     expect(m.beforeAnswerMax).toBeLessThan(15 * MB);
     // before the hardening, 32 such clients cost ~330 MB (each body read up to the largest group limit)

@@ -153,7 +153,7 @@ describe("GET /api/admin/users/{id}/tokens", () => {
     expect(listed.map((t) => t.id)).toEqual([firstId, other.id, ...temporaryIds]);
     const duringTest = (date: unknown) => typeof date === "string" && date >= before && date <= after;
     for (const t of listed) {
-      expect(Object.keys(t).sort()).toEqual(["created_at", "expired_at", "id", "kind", "parent_token_id", "revoked_at"]);
+      expect(Object.keys(t).sort()).toEqual(["created_at", "expired_at", "id", "kind", "label", "last_used_at", "parent_token_id", "revoked_at"]);
       expect(duringTest(t.created_at)).toBe(true);
     }
     expect(listed.map((t) => t.expired_at)).toEqual([null, null, fromFirst[0]!.expired_at, fromFirst[1]!.expired_at, fromOther[0]!.expired_at]);

@@ -1,4 +1,5 @@
 import { addressBucket } from "../services/address.ts";
+import { bodyReadWhole } from "./multipart.ts";
 
 export interface ConnectionLimits {
   /** Requests one client address (an IPv6 /64) may have in progress at once. */
@@ -10,11 +11,14 @@ export interface ConnectionLimits {
 export const defaultConnectionLimits: ConnectionLimits = { perAddress: 64, total: 4096 };
 
 /**
- * A refusal of a request that carries a body (too large, too slow, not allowed) closes its connection: the rest
- * of the body is never read, so the sender cannot hold the connection by trickling it after the answer.
+ * A refusal of a request whose body was not read to its end (refused before or while reading it: no credential,
+ * too large, too slow) closes its connection. Otherwise Bun would go on receiving the rest to keep the connection
+ * alive, and a sender trickling that rest would hold a descriptor that no bound counts any more. (Bun closes a
+ * fast sender's connection in that case anyway, about 0.1 s later: a client still writing its body when it is
+ * refused may see a reset instead of the answer either way.)
  */
 function closeUnreadBody(request: Request, response: Response): Response {
-  if (response.status >= 400 && request.body !== null) {
+  if (response.status >= 400 && request.body !== null && !bodyReadWhole(request)) {
     try {
       response.headers.set("connection", "close");
     } catch {

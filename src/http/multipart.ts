@@ -14,6 +14,11 @@ export interface MultipartBody {
   bytesRead?: number;
 }
 
+const wholeBodies = new WeakSet<Request>();
+
+/** Whether this request's body was read to its end by one of the readers here (a refusal of any other closes its connection). */
+export const bodyReadWhole = (request: Request) => wholeBodies.has(request);
+
 export class BodyTooLarge extends AppError {
   constructor(readonly limitBytes: number) {
     super("bad_request", "The request body is too large.");
@@ -36,7 +41,10 @@ export async function readBodyWithin(request: Request, bounds: { limit: number; 
   try {
     for (;;) {
       const { done, value } = await readBefore(reader, deadline, bounds.deadlineMs);
-      if (done) break;
+      if (done) {
+        wholeBodies.add(request);
+        break;
+      }
       total += value.byteLength;
       if (total > bounds.limit) throw new BodyTooLarge(bounds.limit);
       chunks.push(value);
@@ -90,7 +98,10 @@ export async function readStagedMultipart(request: Request, read: StagedRead): P
   try {
     for (;;) {
       const { done, value } = await readBefore(reader, deadline, read.deadlineSeconds * 1000);
-      if (done) break;
+      if (done) {
+        wholeBodies.add(request);
+        break;
+      }
       chunks.push(value);
       total += value.byteLength;
       if (limit === null) {
