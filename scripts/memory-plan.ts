@@ -225,7 +225,7 @@ async function measure(topology: "embedded" | "postgres", files: Uint8Array[]): 
       Array.from({ length: clients }, async (_, c) => {
         for (let i = c; Date.now() < until; i++) {
           const form = new FormData();
-          form.append("file", new Blob([files[i % files.length]!], { type: "image/jpeg" }), `photo-${i}.jpg`);
+          form.append("file", new Blob([Buffer.from(files[i % files.length]!)], { type: "image/jpeg" }), `photo-${i}.jpg`);
           const res = await fetch(`${base}/api/v1/upload`, { method: "POST", headers: { Authorization: `Bearer ${token}` }, body: form });
           await res.arrayBuffer();
           if (res.status === 200) uploads++;
