@@ -1,13 +1,12 @@
 /**
  * A decode process (see decoder.ts): takes one job at a time over IPC, reads the image from the file named in the
- * job, and answers with the thumbnail. One libvips thread, so its wall time bounds its CPU time; the parent kills
- * it when a job overruns its budget, which is the only way to really stop a decode.
+ * job, and answers with the thumbnail. The parent reads its CPU time (all its threads) and kills it when a job
+ * overruns its budget, which is the only way to really stop a decode.
  */
 import sharp from "sharp";
 import { decodeAndThumbnail } from "./inspect.ts";
 import type { DecodeJob, DecodeAnswer } from "./decoder.ts";
 
-sharp.concurrency(1);
 sharp.cache(false);
 
 process.on("message", async (job: DecodeJob) => {

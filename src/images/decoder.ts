@@ -6,9 +6,9 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 
 /**
- * The CPU budget of one decode, in seconds of CPU time. A decode runs in a process of its own on one libvips
- * thread; the process's CPU time is read every CHECK_MS from /proc and past the budget it is killed (SIGKILL) and
- * the upload refused. Wall time is capped too (WALL_FACTOR × the budget), for a process that waits instead of
+ * The CPU budget of one decode, in seconds of CPU time (all its threads). A decode runs in a process of its own;
+ * the process's CPU time is read every CHECK_MS from /proc and past the budget it is killed (SIGKILL) and the
+ * upload refused. Wall time is capped too (WALL_FACTOR × the budget), for a process that waits instead of
  * working and for systems without /proc. A 100 MP photo of 10 MB decodes in about 3 s of CPU on this hardware.
  */
 export const DECODE_BUDGET_SECONDS = 8;
@@ -74,7 +74,6 @@ class DecodeProcess {
     this.process = Bun.spawn([process.execPath, script], {
       stdio: ["ignore", "inherit", "inherit"],
       serialization: "advanced",
-      env: { ...process.env, UV_THREADPOOL_SIZE: "2" },
       ipc: (message: DecodeAnswer | { ready: true }) => {
         if ("ready" in message) return markReady();
         const job = this.running;

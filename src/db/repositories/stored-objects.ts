@@ -70,10 +70,17 @@ export async function queueRemovals(
  * where a flush would cost every upload a disk write before its own.
  */
 export async function queueRemovalsLazily(db: Db, strategyId: number, paths: string[], reason: RemovalReason, dueInSeconds = 0) {
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`set local synchronous_commit = off`);
-    return queueRemovals(tx, strategyId, paths, reason, dueInSeconds);
-  });
+  if (paths.length === 0) return [];
+  // one statement, one round trip: the setting is local to the statement's own transaction, and applies to its commit
+  const result = await db.execute(sql`
+    with lazy as (select set_config('synchronous_commit', 'off', true))
+    insert into ${pendingRemovals} (strategy_id, path, reason, due_at)
+    select ${strategyId}::integer, p.path, ${reason}::text, ${fromNow(dueInSeconds)}
+    from lazy, json_array_elements_text(${JSON.stringify(paths)}::json) with ordinality as p(path, n)
+    order by p.n
+    returning id`);
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { id: string | number }[];
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b); // bigserial: ascending in insertion order, which follows `paths`
 }
 
 /** Pushes the due time of rows still held (an upload in flight renewing its lease). */
