@@ -146,6 +146,26 @@ export interface paths {
         patch: operations["adminUpdateSettings"];
         trace?: never;
     };
+    "/api/admin/groups/{id}/strip-metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a group's metadata policy to its existing images (one batch)
+         * @description Applies the group's `metadata` policy to the images its accounts already have (for the guest group: the images without an account), in id order after `after_id`, at most `limit` of them. Each image keeps its address: its object is replaced at the same path, and its size and hashes and the account's and strategy's used space are updated in the transaction that holds the image during the swap. `bun run cli images strip-metadata` calls this in a loop.
+         */
+        post: operations["adminStripGroupMetadata"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/groups": {
         parameters: {
             query?: never;
@@ -567,7 +587,7 @@ export interface components {
              */
             origin_name: string;
             /**
-             * @description KB (may be fractional)
+             * @description KB (may be fractional) of the stored bytes, which `url` serves: after the group's metadata policy, so it may be less than the upload as sent. Quotas and capacity are charged by it.
              * @example 42.53
              */
             size: number;
@@ -578,13 +598,25 @@ export interface components {
              * @example png
              */
             extension: string;
-            /** @example 800 */
+            /**
+             * @description Of the stored image, as displayed (EXIF orientation applied)
+             * @example 800
+             */
             width: number;
-            /** @example 600 */
+            /**
+             * @description Of the stored image, as displayed (EXIF orientation applied)
+             * @example 600
+             */
             height: number;
-            /** @example 9e107d9d372bb6826bd81d3542a419d6 */
+            /**
+             * @description MD5 of the stored bytes (what `url` serves); the same upload gives the same stored bytes every time
+             * @example 9e107d9d372bb6826bd81d3542a419d6
+             */
             md5: string;
-            /** @example 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12 */
+            /**
+             * @description SHA-1 of the stored bytes (what `url` serves)
+             * @example 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12
+             */
             sha1: string;
             is_public: boolean;
             /**
@@ -713,6 +745,62 @@ export interface components {
             registration_enabled?: boolean;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
+        StripMetadataBatchResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["StripMetadataBatch"];
+        };
+        StripMetadataBatch: {
+            group_id: number;
+            /**
+             * @description What of an upload's metadata is stored and served. `keep`: the bytes exactly as sent. `strip_location` (the default): removes the EXIF GPS position, XMP packets, IPTC/Photoshop blocks, C2PA/JUMBF boxes, multi-picture data and anything after the end of the image; the rest of the EXIF stays. `strip_all`: also the rest of the EXIF (camera and lens serials, maker notes, dates, owner names, embedded previews), comments and text chunks. Both keep the orientation and the ICC profile. JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically). AVIF and TIFF cannot be stripped losslessly here and are stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity are of the stored bytes.
+             * @example strip_location
+             * @enum {string}
+             */
+            policy: "keep" | "strip_location" | "strip_all";
+            dry_run: boolean;
+            changed: number;
+            skipped: number;
+            items: components["schemas"]["StripMetadataItem"][];
+            /** @description Pass as `after_id` for the next batch; null: this batch reached the last image */
+            next_after_id: number | null;
+        };
+        StripMetadataItem: {
+            id: number;
+            key: string;
+            /** @description The object's path: unchanged, so the image keeps its address */
+            pathname: string;
+            /**
+             * @description `changed`: the object was replaced (with `dry_run`: would be)
+             * @enum {string}
+             */
+            action: "changed" | "skipped";
+            /** @description Why it was skipped (or what else was done); null for a plain change */
+            reason: string | null;
+            /**
+             * @description What was removed: "EXIF GPS", "EXIF", "XMP", "IPTC", "trailing data"…
+             * @example [
+             *       "EXIF GPS",
+             *       "XMP"
+             *     ]
+             */
+            removed: string[];
+            /** @description Bytes of the stored object before */
+            size_before: number;
+            /** @description Bytes after (charged to the account and the strategy) */
+            size_after: number;
+        };
+        StripMetadataInput: {
+            /** @description Report what would change without writing anything */
+            dry_run?: boolean;
+            /** @description Resume after this image id (the previous batch's `next_after_id`); default 0 */
+            after_id?: number;
+            /** @description Images in this batch (default 100, at most 500) */
+            limit?: number;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
         GroupListResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
             status?: true;
@@ -756,6 +844,12 @@ export interface components {
             review_webhook_url: string | null;
             review_timeout_ms: number;
             review_fail_open: boolean;
+            /**
+             * @description What of an upload's metadata is stored and served. `keep`: the bytes exactly as sent. `strip_location` (the default): removes the EXIF GPS position, XMP packets, IPTC/Photoshop blocks, C2PA/JUMBF boxes, multi-picture data and anything after the end of the image; the rest of the EXIF stays. `strip_all`: also the rest of the EXIF (camera and lens serials, maker notes, dates, owner names, embedded previews), comments and text chunks. Both keep the orientation and the ICC profile. JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically). AVIF and TIFF cannot be stripped losslessly here and are stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity are of the stored bytes.
+             * @example strip_location
+             * @enum {string}
+             */
+            metadata: "keep" | "strip_location" | "strip_all";
             strategy_ids: number[];
         };
         /** @description Callers must check both the HTTP status code and `status`. */
@@ -791,6 +885,12 @@ export interface components {
             review_timeout_ms?: number;
             /** @description Accept the image when the review webhook fails or times out */
             review_fail_open?: boolean;
+            /**
+             * @description What of an upload's metadata is stored and served. `keep`: the bytes exactly as sent. `strip_location` (the default): removes the EXIF GPS position, XMP packets, IPTC/Photoshop blocks, C2PA/JUMBF boxes, multi-picture data and anything after the end of the image; the rest of the EXIF stays. `strip_all`: also the rest of the EXIF (camera and lens serials, maker notes, dates, owner names, embedded previews), comments and text chunks. Both keep the orientation and the ICC profile. JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically). AVIF and TIFF cannot be stripped losslessly here and are stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity are of the stored bytes.
+             * @example strip_location
+             * @enum {string}
+             */
+            metadata?: "keep" | "strip_location" | "strip_all";
             /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
@@ -819,6 +919,12 @@ export interface components {
             review_timeout_ms?: number;
             /** @description Accept the image when the review webhook fails or times out */
             review_fail_open?: boolean;
+            /**
+             * @description What of an upload's metadata is stored and served. `keep`: the bytes exactly as sent. `strip_location` (the default): removes the EXIF GPS position, XMP packets, IPTC/Photoshop blocks, C2PA/JUMBF boxes, multi-picture data and anything after the end of the image; the rest of the EXIF stays. `strip_all`: also the rest of the EXIF (camera and lens serials, maker notes, dates, owner names, embedded previews), comments and text chunks. Both keep the orientation and the ICC profile. JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically). AVIF and TIFF cannot be stripped losslessly here and are stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity are of the stored bytes.
+             * @example strip_location
+             * @enum {string}
+             */
+            metadata?: "keep" | "strip_location" | "strip_all";
             /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
@@ -1991,6 +2097,153 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminStripGroupMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StripMetadataInput"];
+            };
+        };
+        responses: {
+            /** @description What the batch changed and skipped */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StripMetadataBatchResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
                      *       "data": null
                      *     }
                      */

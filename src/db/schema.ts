@@ -4,6 +4,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  check,
   index,
   integer,
   jsonb,
@@ -27,6 +28,8 @@ export const settings = pgTable("settings", {
 });
 
 export type ReviewProvider = "none" | "webhook";
+/** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata.ts). */
+export type MetadataPolicy = "keep" | "strip_location" | "strip_all";
 
 export const groups = pgTable("groups", {
   id: serial("id").primaryKey(),
@@ -52,8 +55,10 @@ export const groups = pgTable("groups", {
   reviewWebhookUrl: text("review_webhook_url"),
   reviewTimeoutMs: integer("review_timeout_ms").notNull().default(5000),
   reviewFailOpen: boolean("review_fail_open").notNull().default(false),
+  // privacy by default: new groups, and the groups of installs that existed before the column, strip locations
+  metadata: text("metadata").$type<MetadataPolicy>().notNull().default("strip_location"),
   createdAt: createdAt(),
-});
+}, (t) => [check("groups_metadata_check", sql`${t.metadata} in ('keep', 'strip_location', 'strip_all')`)]);
 
 export type StrategyDriver = "local" | "s3";
 

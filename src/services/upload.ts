@@ -7,6 +7,7 @@ import { AppError, badRequest } from "../errors.ts";
 import { describeContent, type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
 import { DecodeOverBudget, DecoderPool } from "../images/decoder.ts";
 import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../images/inspect.ts";
+import { applyMetadataPolicy } from "../images/metadata.ts";
 import { defaultWorkQueueLimits, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
@@ -143,7 +144,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
     step = "storage_failure";
     const stored = await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
     metrics.uploadsAccepted.inc({ caller: caller.kind === "guest" ? "guest" : caller.tokenKind });
-    metrics.storedBytes.inc(upload.size + (objects.thumbnail?.bytes.byteLength ?? 0));
+    metrics.storedBytes.inc(objects.upload.size + (objects.thumbnail?.bytes.byteLength ?? 0));
     return stored;
   } catch (e) {
     const failed = !(e instanceof AppError) || e.status >= 500;
@@ -275,6 +276,7 @@ const decoders = new DecoderPool(defaultWorkQueueLimits().concurrency);
 
 /** The objects to store: the file under a fresh unguessable name, and its thumbnail when it needs one. */
 interface Objects {
+  /** The upload as it is stored: its bytes and size after the group's metadata policy (what is hashed, charged and served). */
   upload: Upload;
   inspection: Inspection;
   name: string;
@@ -289,7 +291,13 @@ interface Objects {
  * image larger than the thumbnail box waits its turn in the fair queue, so one caller's images cannot starve
  * another's; an image that is its own thumbnail is cheap and goes straight through.
  */
-async function prepareObjects(upload: Upload, inspection: Inspection, group: Group, now: Date, subject: string): Promise<Objects> {
+async function prepareObjects(sent: Upload, inspection: Inspection, group: Group, now: Date, subject: string): Promise<Objects> {
+  // The group's metadata policy (issue 17 §1), after every check (decided on the upload as sent) and before anything
+  // is decoded, hashed or stored: lossless surgery, so the stored bytes decode to the same pixels and dimensions, and
+  // the same input always gives the same stored bytes. The thumbnail is decoded from them (a WebP re-encode by sharp,
+  // which writes no EXIF or XMP).
+  const stripped = applyMetadataPolicy(sent.bytes, sent.mimetype, group.metadata);
+  const upload: Upload = stripped.changed ? { ...sent, bytes: stripped.bytes, size: stripped.bytes.byteLength } : sent;
   const refuse = (e: Error): never => {
     if (e instanceof DecodeOverBudget) throw badRequest(`The image takes more than ${e.seconds} seconds to decode.`);
     throw notAValidImage(upload);

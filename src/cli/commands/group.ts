@@ -29,6 +29,7 @@ const GROUP_FIELDS = {
   review_webhook_url: "nullable_string",
   review_timeout_ms: "int",
   review_fail_open: "bool",
+  metadata: "string",
   strategy_ids: "int_list",
 } satisfies Record<keyof GroupInput, FieldType>;
 
@@ -43,7 +44,7 @@ export const groupCommands: CommandGroup = {
         const data = await payload(api().GET("/api/admin/groups", { params: { query: pageOptions(options) } }));
         out.result(data, () => {
           out.table(
-            ["ID", "NAME", "FLAGS", "MAX_FILE_KB", "CAPACITY_KB", "UPLOADS m/h/d/w/mo", "CONCURRENT", "REVIEW", "STRATEGIES"],
+            ["ID", "NAME", "FLAGS", "MAX_FILE_KB", "CAPACITY_KB", "UPLOADS m/h/d/w/mo", "CONCURRENT", "REVIEW", "METADATA", "STRATEGIES"],
             data.groups.map((g) => [
               cell(g.id),
               g.name,
@@ -55,6 +56,7 @@ export const groupCommands: CommandGroup = {
               [g.uploads_per_minute, g.uploads_per_hour, g.uploads_per_day, g.uploads_per_week, g.uploads_per_month].map(cell).join("/"),
               cell(g.concurrent_uploads),
               g.review_provider,
+              g.metadata,
               g.strategy_ids.length ? g.strategy_ids.join(",") : "-",
             ]),
           );
@@ -75,6 +77,7 @@ export const groupCommands: CommandGroup = {
           "            --uploads-per-minute|-hour|-day|-week|-month, --concurrent-uploads,",
           "            --retention-max-seconds (integer or null); --review-provider none|webhook;",
           "            --review-webhook-url <url|null>; --allowed-extensions jpg,png,...; --strategy-ids 2,1;",
+          "            --metadata keep|strip_location|strip_all (what of an upload's metadata is stored);",
           "            --name <name>",
         ],
       },

@@ -3,6 +3,7 @@ import type { CommandGroup } from "../command.ts";
 import { albumCommands } from "./album.ts";
 import { backupCommands } from "./backup.ts";
 import { groupCommands } from "./group.ts";
+import { imageCommands } from "./images.ts";
 import { settingsCommands } from "./settings.ts";
 import { storageCommands } from "./storage.ts";
 import { strategyCommands } from "./strategy.ts";
@@ -14,6 +15,7 @@ export const commandGroups: Record<string, CommandGroup> = {
   token: tokenCommands,
   settings: settingsCommands,
   group: groupCommands,
+  images: imageCommands,
   strategy: strategyCommands,
   album: albumCommands,
   storage: storageCommands,

@@ -4,6 +4,7 @@ import { bearerToken, guardedAuth } from "../../http/auth.ts";
 import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
+import { METADATA_POLICIES } from "../../images/metadata.ts";
 import { GROUP_STRATEGIES_MAX } from "../../db/repositories/strategies.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
@@ -65,6 +66,19 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
   content: { "application/json": { schema } },
 });
 
+/** The group's metadata policy, as the spec describes it (issue 17 §1). */
+export const metadataPolicy = z.enum(METADATA_POLICIES).openapi({
+  description:
+    "What of an upload's metadata is stored and served. `keep`: the bytes exactly as sent. `strip_location` (the default): " +
+    "removes the EXIF GPS position, XMP packets, IPTC/Photoshop blocks, C2PA/JUMBF boxes, multi-picture data and anything after " +
+    "the end of the image; the rest of the EXIF stays. `strip_all`: also the rest of the EXIF (camera and lens serials, maker " +
+    "notes, dates, owner names, embedded previews), comments and text chunks. Both keep the orientation and the ICC profile. " +
+    "JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically). AVIF and TIFF " +
+    "cannot be stripped losslessly here and are stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity " +
+    "are of the stored bytes.",
+  example: "strip_location",
+});
+
 /** Limits are stored as PostgreSQL `integer`. */
 const nullableLimit = z.number().int().min(1).max(INT4_MAX).nullable();
 
@@ -89,6 +103,7 @@ export const GroupInput = z
     review_webhook_url: z.url().nullable(),
     review_timeout_ms: z.number().int().min(100).max(60_000),
     review_fail_open: z.boolean().openapi({ description: "Accept the image when the review webhook fails or times out" }),
+    metadata: metadataPolicy,
     strategy_ids: z
       .array(z.number().int().positive().max(INT4_MAX))
       .max(GROUP_STRATEGIES_MAX, `A group lists at most ${GROUP_STRATEGIES_MAX} strategies`)
@@ -120,6 +135,7 @@ export const Group = z
     review_webhook_url: z.string().nullable(),
     review_timeout_ms: z.number().int(),
     review_fail_open: z.boolean(),
+    metadata: metadataPolicy,
     strategy_ids: z.array(z.number().int()),
   })
   .openapi("Group");

@@ -10,6 +10,7 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { adminRoute, Group, GroupInput, idParam, jsonBody, pageFields, pageOf, pageQuery } from "./common.ts";
+import * as stripMetadata from "./strip-metadata.ts";
 
 const GroupResponse = envelope(Group, "GroupResponse");
 
@@ -36,6 +37,8 @@ async function save(db: Db, id: number | null, input: z.infer<typeof GroupInput>
 }
 
 export function register(app: OpenAPIHono<AppEnv>) {
+  // the group's strip batch (issue 17 §1) lives in a file of its own
+  stripMetadata.register(app);
   app.openapi(
     adminRoute({
       method: "get",
