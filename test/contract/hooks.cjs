@@ -417,7 +417,11 @@ operation(
   adminWrite(null, () => ({ api_enabled: true, guest_upload_enabled: false, registration_enabled: false }), { api_enabled: 'yes' }),
 );
 
-operation('/api/admin/groups > List user groups', { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
+const pageOutOfRange = (t) => {
+  asAdmin(t);
+  target(t, null, 'per_page=501'); // pages hold at most 500
+};
+operation('/api/admin/groups > List user groups', { 200: asAdmin, 401: wrongAdmin, 422: pageOutOfRange, 500: skip(SKIP_500) });
 let groupSeq = 0;
 operation(
   '/api/admin/groups > Create a user group',
@@ -428,7 +432,12 @@ operation('/api/admin/groups/{id} > Change a user group (flags, limits, ordered 
   404: missing(`/api/admin/groups/${MISSING_ID}`, { name: 'Nobody' }),
 });
 
-operation('/api/admin/strategies > List storage strategies', { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
+operation("/api/admin/groups/{id}/strip-metadata > Apply a group's metadata policy to its existing images (one batch)", {
+  ...adminWrite(() => `/api/admin/groups/${s.group.id}/strip-metadata`, () => ({ dry_run: true, limit: 10 }), { limit: 0 }),
+  404: missing(`/api/admin/groups/${MISSING_ID}/strip-metadata`, { dry_run: true }),
+});
+
+operation('/api/admin/strategies > List storage strategies', { 200: asAdmin, 401: wrongAdmin, 422: pageOutOfRange, 500: skip(SKIP_500) });
 let strategySeq = 0;
 operation(
   '/api/admin/strategies > Create a storage strategy',
@@ -481,7 +490,17 @@ operation('/api/admin/users/{id}/tokens > Create a permanent API token for a use
     wrongAdmin(t);
     target(t, `/api/admin/users/${s.bob.id}/tokens`);
   },
+  400: (t) => {
+    asAdmin(t);
+    target(t, `/api/admin/users/${s.bob.id}/tokens`);
+    jsonBody(t, '{"label": '); // malformed JSON
+  },
   404: missing(`/api/admin/users/${MISSING_ID}/tokens`),
+  415: (t) => {
+    asAdmin(t);
+    target(t, `/api/admin/users/${s.bob.id}/tokens`);
+    plainBody(t);
+  },
   422: missing('/api/admin/users/0/tokens'), // ids are positive
   500: skip(SKIP_500),
 });
