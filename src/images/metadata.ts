@@ -68,7 +68,8 @@ const startsWith = (b: Uint8Array, start: number, text: string) => b.length >= s
 
 function concat(parts: Uint8Array[]): Uint8Array {
   const total = parts.reduce((n, p) => n + p.byteLength, 0);
-  const out = new Uint8Array(total);
+  // not zero-filled: every byte is written below (a few MB of zeroes cost more than the whole walk)
+  const out = new Uint8Array(Buffer.allocUnsafeSlow(total).buffer, 0, total);
   let at = 0;
   for (const p of parts) {
     out.set(p, at);
@@ -208,8 +209,10 @@ const XMP_HEADERS = ["http://ns.adobe.com/xap/1.0/\0", "http://ns.adobe.com/xmp/
 /** The end of a JPEG's entropy-coded data starting at `pos`: the 0xFF of the next marker (as libjpeg walks it). */
 function entropyEnd(b: Uint8Array, pos: number): number {
   const n = b.length;
+  // Buffer's indexOf is a memchr: an order of magnitude faster than a loop over a few MB of scan data
+  const buffer = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   for (;;) {
-    pos = b.indexOf(0xff, pos);
+    pos = buffer.indexOf(0xff, pos);
     if (pos < 0) return n;
     let next = pos;
     while (next < n && b[next] === 0xff) next++;
@@ -245,7 +248,7 @@ function stripJpeg(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>):
       flush(pos);
       copyFrom = pos;
       if (pos < n) removed.add("trailing data");
-      return concat(parts);
+      return removed.size === 0 ? b : concat(parts);
     }
     if (marker === 0x00 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) continue;
     if (pos + 1 >= n) break;
@@ -273,7 +276,7 @@ function stripJpeg(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>):
   }
   // no EOI: the file as walked (a truncated file is the decoder's business)
   flush(n);
-  return concat(parts);
+  return removed.size === 0 ? b : concat(parts);
 }
 
 function jpegSegmentName(marker: number, payload: Uint8Array): string {
