@@ -77,6 +77,18 @@ describe("environment validation", () => {
   }
 });
 
+/** The server started as `nobody` on DATA_DIR `dir`: it must exit 1; answers its one line of standard error. */
+async function startAsNobody(dir: string): Promise<string> {
+  const proc = Bun.spawn(["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"], {
+    cwd: root,
+    env: { PATH: process.env.PATH!, HOME: "/tmp", DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(await freePort()) },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect(await proc.exited).toBe(1);
+  return (await new Response(proc.stderr).text()).trim();
+}
+
 describe("start-up failures: one line naming the variable, exit code 1, no stack trace", () => {
   async function failsWith(env: Record<string, string>, line: string | RegExp) {
     const proc = start(env);
@@ -117,30 +129,14 @@ describe("start-up failures: one line naming the variable, exit code 1, no stack
   test.skipIf(process.getuid?.() !== 0)("a DATA_DIR this user may not write (run as nobody)", async () => {
     const dir = tempDir();
     chmodSync(dir, 0o555);
-    const proc = Bun.spawn(["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"], {
-      cwd: root,
-      env: { PATH: process.env.PATH!, HOME: "/tmp", DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(await freePort()) },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    expect(await proc.exited).toBe(1);
-    const stderr = (await new Response(proc.stderr).text()).trim();
-    expect(stderr).toBe(`DATA_DIR: ${JSON.stringify(dir)} is not readable and writable by this user (nobody, uid 65534)`);
+    expect(await startAsNobody(dir)).toBe(`DATA_DIR: ${JSON.stringify(dir)} is not readable and writable by this user (nobody, uid 65534)`);
   });
 
   test.skipIf(process.getuid?.() !== 0)("a DATA_DIR that does not exist and cannot be created says so (run as nobody)", async () => {
     const parent = tempDir();
     chmodSync(parent, 0o555);
     const dir = join(parent, "data");
-    const proc = Bun.spawn(["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"], {
-      cwd: root,
-      env: { PATH: process.env.PATH!, HOME: "/tmp", DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(await freePort()) },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    expect(await proc.exited).toBe(1);
-    const stderr = (await new Response(proc.stderr).text()).trim();
-    expect(stderr).toBe(`DATA_DIR: ${JSON.stringify(dir)} does not exist and cannot be created (permission denied for this user (nobody, uid 65534))`);
+    expect(await startAsNobody(dir)).toBe(`DATA_DIR: ${JSON.stringify(dir)} does not exist and cannot be created (permission denied for this user (nobody, uid 65534))`);
   });
 });
 
