@@ -213,6 +213,32 @@ export const images = pgTable(
   ],
 );
 
+/** The output formats of variants (issue 17 §3): `gif` only for a resized animated GIF kept as a GIF. */
+export type VariantFormat = "webp" | "avif" | "jpeg" | "png" | "gif";
+
+/**
+ * Variants of an image made on demand (issue 17 §3): one per (image, width, format), stored through the image's
+ * strategy at `path`. A row goes with its image (cascade); the delete queues the variants' objects for removal in
+ * the same transaction. Not charged to any capacity.
+ */
+export const imageVariants = pgTable(
+  "image_variants",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    imageId: bigint("image_id", { mode: "number" }).notNull().references(() => images.id, { onDelete: "cascade" }),
+    width: integer("width").notNull(),
+    format: text("format").$type<VariantFormat>().notNull(),
+    path: text("path").notNull(),
+    size: bigint("size", { mode: "number" }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("image_variants_image_width_format_key").on(t.imageId, t.width, t.format),
+    uniqueIndex("image_variants_path_key").on(t.path),
+    check("image_variants_format_check", sql`${t.format} in ('webp', 'avif', 'jpeg', 'png', 'gif')`),
+  ],
+);
+
 /** One row per accepted upload, kept for the frequency windows (a month at most), even after the image is deleted. */
 export const uploadLog = pgTable(
   "upload_log",

@@ -4,6 +4,7 @@ import { unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import type { VariantEncoding } from "./inspect.ts";
 
 /**
  * The CPU budget of one decode, in seconds of CPU time (all its threads). A decode runs in a process of its own;
@@ -17,7 +18,9 @@ const WALL_FACTOR = 3;
 /** A decode process left idle this long exits; the next decode starts another (about 0.1 s). */
 const IDLE_EXIT_MS = 5 * 60_000;
 
-export interface DecodeJob {
+/** The upload's decode: proves the image whole and makes its thumbnail (null when it is its own). */
+export interface ThumbnailJob {
+  kind?: "thumbnail";
   id: number;
   path: string;
   size: { width: number; height: number };
@@ -25,7 +28,24 @@ export interface DecodeJob {
   maxPixels: number;
 }
 
-export type DecodeAnswer = { id: number; ok: true; thumbnail: Uint8Array | null } | { id: number; ok: false; message: string };
+/** A variant (issue 17 §3): the image at `width` (never enlarged), encoded as `format` at `quality`. */
+export interface VariantJob {
+  kind: "variant";
+  id: number;
+  path: string;
+  width: number;
+  format: VariantEncoding["format"];
+  quality: number;
+  maxPixels: number;
+  /** Keep every frame (an animated GIF to an animated WebP or GIF); otherwise the first frame only. */
+  animated: boolean;
+}
+
+export type DecodeJob = ThumbnailJob | VariantJob;
+type WithoutId<T> = T extends unknown ? Omit<T, "id"> : never;
+
+/** `output`: the thumbnail (null when the image is its own) or the variant's bytes. */
+export type DecodeAnswer = { id: number; ok: true; output: Uint8Array | null } | { id: number; ok: false; message: string };
 
 /** The decode overran its budget and its process was killed. */
 export class DecodeOverBudget extends Error {
@@ -80,7 +100,7 @@ class DecodeProcess {
         if (!job) return;
         this.running = null;
         clearInterval(job.timer);
-        if (message.ok) job.resolve(message.thumbnail === null ? null : new Uint8Array(message.thumbnail));
+        if (message.ok) job.resolve(message.output === null ? null : new Uint8Array(message.output));
         else job.reject(new DecodeFailed(message.message));
       },
       onExit: (_p, code, signal) => {
@@ -99,7 +119,7 @@ class DecodeProcess {
     this.process.unref();
   }
 
-  async run(job: Omit<DecodeJob, "id">, id: number, budgetSeconds: number): Promise<Uint8Array | null> {
+  async run(job: WithoutId<DecodeJob>, id: number, budgetSeconds: number): Promise<Uint8Array | null> {
     await this.ready;
     if (this.dead) throw new DecodeFailed("the decode process could not start");
     if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -150,15 +170,38 @@ export class DecoderPool {
     private readonly budgetSeconds = DECODE_BUDGET_SECONDS,
   ) {}
 
-  async decode(bytes: Uint8Array, job: Omit<DecodeJob, "id" | "path">): Promise<Uint8Array | null> {
+  async decode(bytes: Uint8Array, job: Omit<ThumbnailJob, "id" | "path">): Promise<Uint8Array | null> {
     const path = join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`);
     await writeFile(path, bytes, { mode: 0o600 });
+    try {
+      return await this.runJob({ ...job, path });
+    } finally {
+      await unlink(path).catch(() => {});
+    }
+  }
+
+  /**
+   * Makes a variant under the same budget: `input` is the original's bytes (copied to a temporary file) or the path
+   * of a file holding them (a local strategy's object, read in place).
+   */
+  async variant(input: Uint8Array | { file: string }, job: Omit<VariantJob, "id" | "path" | "kind">): Promise<Uint8Array> {
+    const temporary = input instanceof Uint8Array ? join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`) : null;
+    if (temporary) await writeFile(temporary, input as Uint8Array, { mode: 0o600 });
+    try {
+      const output = await this.runJob({ ...job, kind: "variant", path: temporary ?? (input as { file: string }).file });
+      if (!output) throw new DecodeFailed("the decode process made no variant");
+      return output;
+    } finally {
+      if (temporary) await unlink(temporary).catch(() => {});
+    }
+  }
+
+  private async runJob(job: WithoutId<DecodeJob>): Promise<Uint8Array | null> {
     const worker = await this.take();
     try {
-      return await worker.run({ ...job, path }, ++this.nextId, this.budgetSeconds);
+      return await worker.run(job, ++this.nextId, this.budgetSeconds);
     } finally {
       this.give(worker);
-      await unlink(path).catch(() => {});
     }
   }
 

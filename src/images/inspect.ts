@@ -117,3 +117,52 @@ export async function decodeAndThumbnail(
     .webp({ quality: 80 })
     .toBuffer();
 }
+
+/** How a variant is encoded (issue 17 §3). */
+export interface VariantEncoding {
+  /** The width to resize to; never enlarged (a width at or above the image's keeps its size). */
+  width: number;
+  format: "webp" | "avif" | "jpeg" | "png" | "gif";
+  /** 1-100; ignored by png and gif. */
+  quality: number;
+  maxPixels: number;
+  /** Keep every frame (to webp or gif); otherwise the first frame only. */
+  animated: boolean;
+}
+
+/**
+ * Encodes a variant of an image: the orientation applied to the pixels (`rotate()`), resized to `width` (never
+ * enlarged), re-encoded. Metadata: sharp writes none unless asked; only the ICC profile is kept
+ * (`keepIccProfile()`), so a variant carries no EXIF, XMP or IPTC whatever the group's policy — at least as strict
+ * as every policy. JPEG has no alpha: transparent pixels are flattened onto white. An animation of more than
+ * `maxPixels` pixels in all its frames is refused (its decode costs frames × pixels).
+ */
+export async function encodeVariant(input: Uint8Array | string, encoding: VariantEncoding): Promise<Uint8Array> {
+  const { width, format, quality, maxPixels, animated } = encoding;
+  let image = sharp(input, { limitInputPixels: maxPixels, failOn: "error", animated, ...(animated ? {} : { pages: 1 }) });
+  if (animated) {
+    const meta = await image.metadata();
+    const frames = meta.pages ?? 1;
+    const framePixels = (meta.width ?? 0) * (meta.pageHeight ?? meta.height ?? 0);
+    if (frames * framePixels > maxPixels) throw new Error(`the animation has ${frames} frames of ${framePixels} pixels, more than ${maxPixels} in all`);
+  }
+  image = image.rotate().resize({ width, withoutEnlargement: true }).keepIccProfile();
+  switch (format) {
+    case "webp":
+      image = image.webp({ quality });
+      break;
+    case "avif":
+      image = image.avif({ quality, effort: 4 });
+      break;
+    case "jpeg":
+      image = image.flatten({ background: "#ffffff" }).jpeg({ quality });
+      break;
+    case "png":
+      image = image.png({ compressionLevel: 6 });
+      break;
+    case "gif":
+      image = image.gif();
+      break;
+  }
+  return new Uint8Array(await image.toBuffer());
+}

@@ -1,6 +1,7 @@
 import type { Deps } from "../deps.ts";
 import { deleteImageAndRelease, findImageForOwner, type ImageRow } from "../db/repositories/images.ts";
 import { queueRemovals } from "../db/repositories/stored-objects.ts";
+import { variantPathsOf } from "../db/repositories/variants.ts";
 import type { RemovalReason } from "../db/schema.ts";
 import type { Tx } from "../db/client.ts";
 import { notFound } from "../errors.ts";
@@ -8,13 +9,17 @@ import { lookupCacheFor } from "./lookup-cache.ts";
 import { finishRemovals } from "./removals.ts";
 
 /**
- * In the caller's transaction: deletes the record, releases quota and capacity, and queues the removal of its object
- * and thumbnail (pending_removals, due at once). All of it commits together or not at all, so an image is either
+ * In the caller's transaction: deletes the record, releases quota and capacity, and queues the removal of its object,
+ * thumbnail and variants (pending_removals, due at once). All of it commits together or not at all, so an image is either
  * listed, charged and whole, or gone from the account with its objects bound to be removed. Nothing touches the
  * storage here: call finishRemovals with the returned ids after the commit (see services/removals.ts).
  */
 export async function removeImage(tx: Tx, image: ImageRow, reason: RemovalReason = "delete"): Promise<number[]> {
   const paths = image.thumbnailPath ? [image.path, image.thumbnailPath] : [image.path];
+  // its variants (issue 17 §3): their rows go with the image (cascade), their objects with its own. The image row is
+  // locked (FOR UPDATE) by every caller, so a variant being recorded now waits for this commit and then finds the
+  // image gone: it gives its object up itself.
+  paths.push(...(await variantPathsOf(tx, image.id)));
   const queued = await queueRemovals(tx, image.strategyId, paths, reason);
   await deleteImageAndRelease(tx, image);
   return queued;

@@ -1,6 +1,6 @@
 import type { Sql } from "postgres";
 import type { Db } from "../db/client.ts";
-import { existingRecordIds, findRecordsNaming, listRecordsOn } from "../db/repositories/stored-objects.ts";
+import { existingRecordIds, findRecordsNaming, findVariantsNaming, listRecordsOn } from "../db/repositories/stored-objects.ts";
 import { listStrategies, type Strategy } from "../db/repositories/strategies.ts";
 import type { Deps } from "../deps.ts";
 import { defaultLogger, type Logger, withLogger } from "../observability/log.ts";
@@ -40,13 +40,13 @@ const BATCH = 500;
 export const RECONCILE_LOCK = 7_340_002;
 
 /**
- * The names storeAndRecord gives objects (`YYYY/MM/DD/<random>.<ext>`, `thumbnails/YYYY/MM/DD/<random>.webp`)
- * and LocalStorage.put its temporary files (`<object>.<pid>.<uuid>.part`), and readiness probes
+ * The names storeAndRecord gives objects (`YYYY/MM/DD/<random>.<ext>`, `thumbnails/YYYY/MM/DD/<random>.webp`),
+ * the variants service its variants (`variants/YYYY/MM/DD/<random>_<width>_<random>.<ext>`) and LocalStorage.put its temporary files (`<object>.<pid>.<uuid>.part`), and readiness probes
  * (`.probe/ready-<uuid>.txt`). Anything else in a storage was not written by this service and is never removed.
  */
-const OBJECT_NAME = /^(?:thumbnails\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}$/;
+const OBJECT_NAME = /^(?:thumbnails\/|variants\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}$/;
 const TEMPORARY_NAME =
-  /^(?:(?:thumbnails\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}|\.probe\/ready-[0-9a-f-]{36}\.txt)\.\d+\.[0-9a-f-]{36}\.part$/;
+  /^(?:(?:thumbnails\/|variants\/)?\d{4}\/\d{2}\/\d{2}\/[\w-]{16,}\.[a-z0-9]{2,5}|\.probe\/ready-[0-9a-f-]{36}\.txt)\.\d+\.[0-9a-f-]{36}\.part$/;
 /** GET /health/ready's probe objects: removed as soon as written; one left by a failed removal is a temporary file. */
 const PROBE_NAME = /^\.probe\/ready-[0-9a-f-]{36}\.txt$/;
 
@@ -347,6 +347,15 @@ async function ownedPaths(deps: Deps, batch: StoredObject[], overlapping: Overla
       for (const v of views) if (v.strategyIds.has(record.strategyId) && v.back.has(named)) owned.add(v.back.get(named)!);
       for (const path of byName.get(named) ?? []) owned.add(path);
     }
+  }
+  // variants (issue 17 §3) are named by their rows: as seen from a related location, or by their own path anywhere
+  const variantLookups = [
+    ...views.map((v) => ({ strategyIds: [...v.strategyIds], paths: [...v.back.keys()].filter((p) => p.startsWith("variants/")) })),
+    { strategyIds: allStrategyIds, paths: batch.map((o) => o.path).filter((p) => p.startsWith("variants/")) },
+  ];
+  for (const variant of await findVariantsNaming(deps.db, variantLookups)) {
+    for (const v of views) if (v.strategyIds.has(variant.strategyId) && v.back.has(variant.path)) owned.add(v.back.get(variant.path)!);
+    if (batch.some((o) => o.path === variant.path)) owned.add(variant.path);
   }
   return owned;
 }

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, inArray, lte, or, sql } from "drizzle-orm";
 import type { Db, Executor, Tx } from "../client.ts";
-import { images, pendingRemovals, type RemovalReason, strategies } from "../schema.ts";
+import { images, imageVariants, pendingRemovals, type RemovalReason, strategies } from "../schema.ts";
 
 /** The objects a record names: its image and, when it has one, its thumbnail. */
 export interface RecordedObjects {
@@ -20,6 +20,19 @@ export async function findRecordsNaming(db: Executor, lookups: { strategyIds: nu
     .map((l) => and(inArray(images.strategyId, l.strategyIds), or(inArray(images.path, l.paths), inArray(images.thumbnailPath, l.paths))));
   if (conditions.length === 0) return [];
   return db.select(recordedObjects).from(images).where(or(...conditions));
+}
+
+/** The variant objects (issue 17 §3) among `paths` on one of `strategyIds` (their image's strategy), for each lookup. */
+export async function findVariantsNaming(db: Executor, lookups: { strategyIds: number[]; paths: string[] }[]): Promise<{ strategyId: number; path: string }[]> {
+  const conditions = lookups
+    .filter((l) => l.strategyIds.length > 0 && l.paths.length > 0)
+    .map((l) => and(inArray(images.strategyId, l.strategyIds), inArray(imageVariants.path, l.paths)));
+  if (conditions.length === 0) return [];
+  return db
+    .select({ strategyId: images.strategyId, path: imageVariants.path })
+    .from(imageVariants)
+    .innerJoin(images, eq(images.id, imageVariants.imageId))
+    .where(or(...conditions));
 }
 
 /** A page of the records stored on `strategyIds`, by id after `afterId`. */
@@ -126,15 +139,18 @@ export async function anyRemovalDue(db: Executor): Promise<boolean> {
   return rows.length > 0;
 }
 
-/** The paths among `paths` that some image record names, as object or thumbnail, on any strategy. */
+/** The paths among `paths` that some image record names, as object, thumbnail or variant, on any strategy. */
 export async function pathsNamedByRecords(db: Executor, paths: string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   const rows = await db
     .select({ path: images.path, thumbnailPath: images.thumbnailPath })
     .from(images)
     .where(or(inArray(images.path, paths), inArray(images.thumbnailPath, paths)));
+  const variants = await db.select({ path: imageVariants.path }).from(imageVariants).where(inArray(imageVariants.path, paths));
   const wanted = new Set(paths);
-  return new Set(rows.flatMap((r) => [r.path, r.thumbnailPath]).filter((p): p is string => p !== null && wanted.has(p)));
+  return new Set(
+    [...rows.flatMap((r) => [r.path, r.thumbnailPath]), ...variants.map((v) => v.path)].filter((p): p is string => p !== null && wanted.has(p)),
+  );
 }
 
 export async function deleteRemovals(db: Executor, ids: number[]) {

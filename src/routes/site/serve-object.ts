@@ -1,4 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { BunFile } from "bun";
 import { findImageByStoredPath } from "../../db/repositories/images.ts";
 import { failure } from "../../http/envelope.ts";
 import type { Strategy } from "../../db/repositories/strategies.ts";
@@ -6,6 +7,12 @@ import type { Deps } from "../../deps.ts";
 import { perDeps } from "../../services/per-deps.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { parseRange } from "../../http/range.ts";
+import { clientAddress, socketAddress } from "../../http/auth.ts";
+import { AppError } from "../../errors.ts";
+import { logFor } from "../../observability/log.ts";
+import { parseVariantQuery, resolveVariant, type VariantQuery, type VariantSource, variantKey, variantMime, variantsFor } from "../../services/variants.ts";
+import type { VariantRow } from "../../db/repositories/variants.ts";
+import sharp from "sharp";
 
 const ONE_YEAR = 31_536_000;
 const storedPathShape = /^[A-Za-z0-9_.\/-]{1,300}$/;
@@ -23,6 +30,8 @@ interface ObjectFacts {
   etag: string;
   lastModified: Date;
   expiredAt: Date | null;
+  /** An original (not a thumbnail): what its variants are made of. */
+  source: (VariantSource & { sha1: string }) | null;
 }
 
 const CACHED_OBJECTS = 50_000;
@@ -33,7 +42,12 @@ const CACHED_OBJECTS = 50_000;
  * every request without the database — the file must still exist (a delete removes it before it answers, on every
  * instance sharing the volume) and the expiry, kept with the facts, must not have passed.
  */
-export function objectServer(deps: Deps): (request: Request) => Promise<Response> {
+/** What the object server reads of Bun's server (passed to a route handler as its second argument): the socket's address. */
+interface SocketInfo {
+  requestIP(request: Request): { address: string } | null;
+}
+
+export function objectServer(deps: Deps): (request: Request, server?: SocketInfo) => Promise<Response> {
   const known = new Map<string, ObjectFacts>();
 
   async function factsOf(path: string): Promise<ObjectFacts | null> {
@@ -49,13 +63,76 @@ export function objectServer(deps: Deps): (request: Request) => Promise<Response
       etag: `"${isThumbnail ? "t-" : ""}${image.sha1}"`,
       lastModified: new Date(Math.floor(image.createdAt.getTime() / 1000) * 1000),
       expiredAt: image.expiredAt,
+      source: isThumbnail
+        ? null
+        : {
+            image: { id: image.id, path: image.path, mimetype: image.mimetype, width: image.width, height: image.height, userId: image.userId },
+            strategy,
+            animated: false,
+            sha1: image.sha1,
+          },
     };
+    // a GIF of several frames: its variants keep the animation (a header read, once per image)
+    if (facts.source && image.mimetype === "image/gif") facts.source.animated = await isAnimated(deps, strategy, path);
     if (known.size >= CACHED_OBJECTS) known.delete(known.keys().next().value!);
     known.set(path, facts);
     return facts;
   }
 
-  return async (request) => {
+  /** Variants known to exist, by variantKey: their rows, fixed once made (a lost object drops the entry). */
+  const knownVariants = new Map<string, VariantRow>();
+
+  /**
+   * A variant (issue 17 §3): the query was parsed (a 400 before the database for anything outside the grammar); made
+   * on its first request, then served like an original from the image's own storage — or, where the storage serves
+   * its own addresses (S3), by a redirect to the stored object, as the image's own `url` points there.
+   */
+  async function serveVariant(request: Request, path: string, facts: ObjectFacts, query: VariantQuery, now: Date, client: () => string) {
+    const source = facts.source;
+    if (!source) throw new AppError("bad_request", "Variants are made of images, not of their thumbnails.");
+    const vary = query.format === "auto" ? { vary: "Accept" } : undefined;
+    const resolved = resolveVariant(source, query, request.headers.get("accept"));
+    const storage = deps.storage.for(facts.strategy);
+    if (resolved.original) {
+      const blob = storage.readableFile(path);
+      if (!blob) return redirect(storage.url(path), vary);
+      if (!(await blob.exists())) {
+        known.delete(path);
+        return notFound();
+      }
+      return serveFile(request, blob, facts, now, { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString(), ...vary });
+    }
+    const key = variantKey(source.image.id, resolved.width, resolved.format);
+    const variants = variantsFor(deps);
+    for (let attempt = 0; ; attempt++) {
+      const row = knownVariants.get(key) ?? (await variants.obtain(source, resolved.width, resolved.format, client()));
+      const blob = storage.readableFile(row.path);
+      if (!blob) {
+        remember(key, row);
+        return redirect(storage.url(row.path), vary);
+      }
+      if (!(await blob.exists())) {
+        knownVariants.delete(key);
+        known.delete(path);
+        // the image was deleted (its facts are stale), or the variant's object was lost: made again, once
+        if (attempt > 0 || !(await findImageByStoredPath(deps.db, path))) return notFound();
+        await variants.forget(row);
+        continue;
+      }
+      remember(key, row);
+      const etag = `"v-${source.sha1}-${resolved.width}-${resolved.format}"`;
+      const lastModified = new Date(Math.floor(row.createdAt.getTime() / 1000) * 1000);
+      return serveFile(request, blob, facts, now, { "content-type": variantMime(resolved.format), etag, "last-modified": lastModified.toUTCString(), ...vary });
+    }
+  }
+
+  function remember(key: string, row: VariantRow) {
+    if (knownVariants.has(key)) return;
+    if (knownVariants.size >= CACHED_OBJECTS) knownVariants.delete(knownVariants.keys().next().value!);
+    knownVariants.set(key, row);
+  }
+
+  return async (request, server) => {
     if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed();
     const url = new URL(request.url);
     let path: string;
@@ -64,52 +141,116 @@ export function objectServer(deps: Deps): (request: Request) => Promise<Response
     } catch {
       return notFound();
     }
+    // a query asks for a variant: its grammar is checked before anything else (no database, nothing stored)
+    let query: VariantQuery | null = null;
+    if (url.search !== "") {
+      try {
+        query = parseVariantQuery(url.search);
+      } catch (e) {
+        return errorResponse(deps, e);
+      }
+    }
     // stored paths are ours: date folders and base64url names; anything else cannot be a stored object
     if (!storedPathShape.test(path) || path.split("/").includes("..")) return notFound();
     const facts = await factsOf(path);
     if (!facts) return notFound();
     const now = deps.clock();
     if (facts.expiredAt && facts.expiredAt.getTime() <= now.getTime()) return notFound();
+    if (query) {
+      // the client as every per-address bound sees it (X-Forwarded-For behind TRUST_PROXY proxies, else the socket)
+      const address = () =>
+        clientAddress(deps.config.trustedProxies, request.headers.get("x-forwarded-for"), () => {
+          try {
+            return server?.requestIP(request)?.address ?? "";
+          } catch {
+            return "";
+          }
+        });
+      return serveVariant(request, path, facts, query, now, address).catch((e) => errorResponse(deps, e));
+    }
     const blob = deps.storage.for(facts.strategy).readableFile(path);
     if (!blob || !(await blob.exists())) {
       known.delete(path);
       return notFound();
     }
-
-    const maxAge = facts.expiredAt ? Math.max(0, Math.floor((facts.expiredAt.getTime() - now.getTime()) / 1000)) : ONE_YEAR;
-    const headers: Record<string, string> = {
-      ...securityHeaders,
-      "content-type": facts.mimetype,
-      etag: facts.etag,
-      "last-modified": facts.lastModified.toUTCString(),
-      "cache-control": facts.expiredAt ? `public, max-age=${maxAge}` : `public, max-age=${ONE_YEAR}, immutable`,
-    };
-
-    // objects never change under a name, so the facts alone answer a revalidation
-    const ifNoneMatch = request.headers.get("if-none-match");
-    const ifModifiedSince = request.headers.get("if-modified-since");
-    const notModified = ifNoneMatch
-      ? ifNoneMatch.split(",").some((t) => t.trim() === facts.etag || t.trim() === `W/${facts.etag}` || t.trim() === "*")
-      : ifModifiedSince !== null && Date.parse(ifModifiedSince) >= facts.lastModified.getTime();
-    if (notModified) return new Response(null, { status: 304, headers });
-
-    const size = blob.size;
-    const rangeHeader = request.headers.get("range");
-    const ifRange = request.headers.get("if-range");
-    // ranges are defined for GET only (RFC 9110): a HEAD answers the whole representation's headers
-    const range = request.method === "GET" && rangeHeader && (!ifRange || ifRange === facts.etag) ? parseRange(rangeHeader, size) : null;
-    if (range === "unsatisfiable") {
-      return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${size}` } });
-    }
-    const body = request.method === "HEAD" ? null : range ? blob.slice(range[0], range[1] + 1) : blob;
-    if (range) {
-      return new Response(body, {
-        status: 206,
-        headers: { ...headers, "content-range": `bytes ${range[0]}-${range[1]}/${size}`, "content-length": String(range[1] - range[0] + 1) },
-      });
-    }
-    return new Response(body, { status: 200, headers: { ...headers, "content-length": String(size) } });
+    return serveFile(request, blob, facts, now, { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString() });
   };
+}
+
+/** The object's answer: validators, ranges, caching until its expiry, script-free headers. */
+function serveFile(
+  request: Request,
+  blob: BunFile,
+  facts: ObjectFacts,
+  now: Date,
+  own: { "content-type": string; etag: string; "last-modified": string; vary?: string },
+): Response {
+  const maxAge = facts.expiredAt ? Math.max(0, Math.floor((facts.expiredAt.getTime() - now.getTime()) / 1000)) : ONE_YEAR;
+  const headers: Record<string, string> = {
+    ...securityHeaders,
+    ...own,
+    "cache-control": facts.expiredAt ? `public, max-age=${maxAge}` : `public, max-age=${ONE_YEAR}, immutable`,
+  };
+  const etag = own.etag;
+
+  // objects never change under a name, so the facts alone answer a revalidation
+  const ifNoneMatch = request.headers.get("if-none-match");
+  const ifModifiedSince = request.headers.get("if-modified-since");
+  const notModified = ifNoneMatch
+    ? ifNoneMatch.split(",").some((t) => t.trim() === etag || t.trim() === `W/${etag}` || t.trim() === "*")
+    : ifModifiedSince !== null && Date.parse(ifModifiedSince) >= Date.parse(own["last-modified"]);
+  if (notModified) return new Response(null, { status: 304, headers });
+
+  const size = blob.size;
+  const rangeHeader = request.headers.get("range");
+  const ifRange = request.headers.get("if-range");
+  // ranges are defined for GET only (RFC 9110): a HEAD answers the whole representation's headers
+  const range = request.method === "GET" && rangeHeader && (!ifRange || ifRange === etag) ? parseRange(rangeHeader, size) : null;
+  if (range === "unsatisfiable") {
+    return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${size}` } });
+  }
+  const body = request.method === "HEAD" ? null : range ? blob.slice(range[0], range[1] + 1) : blob;
+  if (range) {
+    return new Response(body, {
+      status: 206,
+      headers: { ...headers, "content-range": `bytes ${range[0]}-${range[1]}/${size}`, "content-length": String(range[1] - range[0] + 1) },
+    });
+  }
+  return new Response(body, { status: 200, headers: { ...headers, "content-length": String(size) } });
+}
+
+/** Whether a GIF has several frames, from its header (the stored object of a local strategy, or its address). */
+async function isAnimated(deps: Deps, strategy: ObjectFacts["strategy"], path: string): Promise<boolean> {
+  try {
+    const storage = deps.storage.for(strategy);
+    const file = storage.readableFile(path);
+    const input = file ? file.name! : new Uint8Array(await (await fetch(storage.url(path))).arrayBuffer());
+    return ((await sharp(input, { limitInputPixels: false }).metadata()).pages ?? 1) > 1;
+  } catch {
+    return true; // unreadable here: the stricter answer (only animation-keeping formats)
+  }
+}
+
+/** A variant on a storage that serves its own addresses: the stored object's address (the image's `url` is there too). */
+const redirect = (location: string, vary?: { vary: string }) =>
+  new Response(null, {
+    status: 302,
+    headers: { location, "cache-control": "public, max-age=86400", "x-content-type-options": "nosniff", ...vary },
+  });
+
+/** An AppError as the API's envelope with its status and headers (Retry-After); anything else a logged 500. */
+function errorResponse(deps: Deps, e: unknown): Response {
+  if (e instanceof AppError && e.status !== 500) {
+    return new Response(JSON.stringify(failure(e.message, e.errors)), {
+      status: e.status,
+      headers: { "content-type": "application/json", "x-content-type-options": "nosniff", ...e.headers },
+    });
+  }
+  logFor(deps).error({ err: e instanceof AppError ? (e.cause ?? e) : e }, "variant: failed");
+  return new Response(JSON.stringify(failure(e instanceof AppError ? e.message : "Internal server error.")), {
+    status: 500,
+    headers: { "content-type": "application/json", "x-content-type-options": "nosniff" },
+  });
 }
 
 const notFound = () =>
@@ -129,5 +270,5 @@ const methodNotAllowed = () =>
 export const objectServerFor = perDeps(objectServer);
 
 export function register(app: OpenAPIHono<AppEnv>) {
-  app.all("/i/*", (c) => objectServerFor(c.get("deps"))(c.req.raw));
+  app.all("/i/*", (c) => objectServerFor(c.get("deps"))(c.req.raw, { requestIP: () => ({ address: socketAddress(c) }) }));
 }
