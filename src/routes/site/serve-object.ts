@@ -31,7 +31,7 @@ interface ObjectFacts {
   lastModified: Date;
   expiredAt: Date | null;
   /** An original (not a thumbnail): what its variants are made of. */
-  source: (VariantSource & { sha1: string }) | null;
+  source: (VariantSource & { sha1: string; animationRead?: boolean }) | null;
 }
 
 const CACHED_OBJECTS = 50_000;
@@ -72,8 +72,7 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
             sha1: image.sha1,
           },
     };
-    // a GIF of several frames: its variants keep the animation (a header read, once per image)
-    if (facts.source && image.mimetype === "image/gif") facts.source.animated = await isAnimated(deps, strategy, path);
+
     if (known.size >= CACHED_OBJECTS) known.delete(known.keys().next().value!);
     known.set(path, facts);
     return facts;
@@ -90,6 +89,11 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
   async function serveVariant(request: Request, path: string, facts: ObjectFacts, query: VariantQuery, now: Date, client: () => string) {
     const source = facts.source;
     if (!source) throw new AppError("bad_request", "Variants are made of images, not of their thumbnails.");
+    // a GIF of several frames: its variants keep the animation (a header read, once per image, on its first variant)
+    if (source.image.mimetype === "image/gif" && !source.animationRead) {
+      source.animated = await isAnimated(deps, facts.strategy, path);
+      source.animationRead = true;
+    }
     const vary = query.format === "auto" ? { vary: "Accept" } : undefined;
     const resolved = resolveVariant(source, query, request.headers.get("accept"));
     const storage = deps.storage.for(facts.strategy);
