@@ -122,12 +122,12 @@ export function observeRequests(deps: Deps) {
  * looked up once per method and status, and no request logger is made (serving an object logs nothing else).
  * Objects are answered with their length, so nothing is buffered.
  */
-export function observeObjects(
+export function observeObjects<S>(
   deps: Deps,
-  serve: (request: Request) => Promise<Response>,
+  serve: (request: Request, server: S) => Promise<Response>,
   clientOf: (request: Request) => string,
   options: { log: boolean } = { log: true },
-): (request: Request) => Promise<Response> {
+): (request: Request, server: S) => Promise<Response> {
   const root = deps.log ?? defaultLogger();
   const metrics = metricsFor(deps);
   const series = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
@@ -143,9 +143,9 @@ export function observeObjects(
     }
     return found;
   };
-  return async (request) => {
+  return async (request, server) => {
     const startedAt = performance.now();
-    const response = await serve(request);
+    const response = await serve(request, server);
     const seconds = (performance.now() - startedAt) / 1000;
     const { count, duration } = seriesOf(methodLabel(request.method), response.status);
     count.inc();

@@ -5,10 +5,10 @@ import type { Strategy } from "../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../db/repositories/users.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { describeContent, type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
-import { DecodeOverBudget, DecoderPool } from "../images/decoder.ts";
+import { DecodeOverBudget } from "../images/decoder.ts";
 import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../images/inspect.ts";
 import { applyMetadataPolicy } from "../images/metadata.ts";
-import { defaultWorkQueueLimits, imageWork } from "./work-queue.ts";
+import { decoders, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
 import { acquireUploadSlot, checkFrequency, frequencyLimitsOf } from "./limits.ts";
@@ -268,11 +268,6 @@ function checkRetention(group: Group, expiredAt: Date | undefined, now: Date): D
   return expiredAt;
 }
 
-/**
- * Decodes of images larger than the thumbnail box run in killable processes, as many as the work queue lets run
- * at once: a decode that overruns DECODE_BUDGET_SECONDS is killed, whatever its bytes made the checks believe.
- */
-const decoders = new DecoderPool(defaultWorkQueueLimits().concurrency);
 
 /** The objects to store: the file under a fresh unguessable name, and its thumbnail when it needs one. */
 interface Objects {

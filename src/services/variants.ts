@@ -4,14 +4,14 @@ import type { Strategy } from "../db/repositories/strategies.ts";
 import { boundsForImage, findVariant, forgetVariant, recordVariant, type VariantRow } from "../db/repositories/variants.ts";
 import type { VariantFormat } from "../db/schema.ts";
 import { AppError, badRequest } from "../errors.ts";
-import { DecodeOverBudget, DecoderPool } from "../images/decoder.ts";
+import { DecodeOverBudget } from "../images/decoder.ts";
 import { StorageError } from "../storage/index.ts";
 import { logFor } from "../observability/log.ts";
 import { addressBucket } from "./address.ts";
 import { perDeps } from "./per-deps.ts";
 import { leaseUploadObjects } from "./removals.ts";
 import { randomToken } from "./secrets.ts";
-import { defaultWorkQueueLimits, imageWork } from "./work-queue.ts";
+import { decoders, imageWork } from "./work-queue.ts";
 
 /**
  * Variants on demand (issue 17 §3): `/i/<path>?w=<width>&format=<format>`, either parameter optional.
@@ -161,7 +161,6 @@ class ColdBudget {
 export class Variants {
   private readonly inFlight = new Map<string, Promise<VariantRow>>();
   readonly budget = new ColdBudget(COLD_PER_MINUTE);
-  private readonly decoders = new DecoderPool(defaultWorkQueueLimits().concurrency);
 
   constructor(private readonly deps: Deps) {}
 
@@ -203,7 +202,7 @@ export class Variants {
     const file = storage.readableFile(image.path);
     const input = file ? { file: file.name! } : await fetchOriginal(storage.url(image.path));
     const bytes = await imageWork.run(subject, () =>
-      this.decoders
+      decoders
         .variant(input, { width, format, quality: QUALITY[format], maxPixels: bounds.maxPixels, animated: source.animated })
         .catch((e: Error): never => {
           if (e instanceof DecodeOverBudget) throw badRequest(`The variant takes more than ${e.seconds} seconds to make.`);

@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { AppError } from "../errors.ts";
+import { DecoderPool } from "../images/decoder.ts";
 
 export interface WorkQueueLimits {
   /** Jobs running at once. */
@@ -94,3 +95,9 @@ export const defaultWorkQueueLimits = (): WorkQueueLimits => {
 
 /** The process's image work: the cores are the process's, so is the queue. */
 export const imageWork = new FairWorkQueue(defaultWorkQueueLimits());
+
+/**
+ * The process's decode processes, shared by uploads and variants: as many as the queue lets decodes run at once, so
+ * every decode it admits finds one (a decode that overruns DECODE_BUDGET_SECONDS of CPU is killed).
+ */
+export const decoders = new DecoderPool(defaultWorkQueueLimits().concurrency);
