@@ -5,7 +5,7 @@ import { boundsForImage, findVariant, forgetVariant, recordVariant, type Variant
 import type { VariantFormat } from "../db/schema.ts";
 import { AppError, badRequest } from "../errors.ts";
 import { DecodeOverBudget } from "../images/decoder.ts";
-import { StorageError } from "../storage/index.ts";
+import { type Storage, StorageError } from "../storage/index.ts";
 import { logFor } from "../observability/log.ts";
 import { addressBucket } from "./address.ts";
 import { perDeps } from "./per-deps.ts";
@@ -200,7 +200,7 @@ export class Variants {
     }
     const storage = deps.storage.for(source.strategy);
     const file = storage.readableFile(image.path);
-    const input = file ? { file: file.name! } : await fetchOriginal(storage.url(image.path));
+    const input = file ? { file: file.name! } : await readOriginal(deps, source.strategy.id, storage, image.path);
     const bytes = await imageWork.run(subject, () =>
       decoders
         .variant(input, { width, format, quality: QUALITY[format], maxPixels: bounds.maxPixels, animated: source.animated })
@@ -249,11 +249,19 @@ function variantPath(imagePath: string, width: number, format: VariantFormat): s
   return `variants/${folder ? `${folder}/` : ""}${stem}_${width}_${randomToken(6)}.${EXTENSION[format]}`;
 }
 
-/** The original of a storage that serves its own addresses (S3), read from its address. */
-async function fetchOriginal(url: string): Promise<Uint8Array> {
-  const res = await fetch(url);
-  if (!res.ok) throw new AppError("not_found", "Not found.");
-  return new Uint8Array(await res.arrayBuffer());
+/**
+ * The original of a storage that serves its own addresses (S3), read through the storage itself (with the strategy's
+ * credentials: a private bucket, or a public address this server cannot reach, works the same). Gone: a 404.
+ */
+async function readOriginal(deps: Deps, strategyId: number, storage: Storage, path: string): Promise<Uint8Array> {
+  try {
+    return await storage.read(path);
+  } catch (e) {
+    if (!(e instanceof StorageError)) throw e;
+    if (e.missing) throw new AppError("not_found", "Not found.");
+    logFor(deps).error({ err: e, strategy_id: strategyId }, "variant: the storage failed to read the original");
+    throw new AppError("internal", "The storage service failed; the variant was not made.");
+  }
 }
 
 export const variantsFor = perDeps((deps) => new Variants(deps));

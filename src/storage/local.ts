@@ -101,6 +101,15 @@ export class LocalStorage implements Storage {
     return full !== null && (await Bun.file(full).exists());
   }
 
+  async read(path: string) {
+    try {
+      return await Bun.file(this.mustResolve(path)).bytes();
+    } catch (e) {
+      if (e instanceof StorageError) throw e;
+      throw new StorageError(`local read failed: ${(e as Error).message}`, isMissing(e));
+    }
+  }
+
   /** Walks the directories under the root (from the deepest one the prefix names); files vanishing meanwhile are left out. */
   async *list(prefix = ""): AsyncIterable<StoredObject> {
     const start = prefix.includes("/") ? this.resolve(prefix.slice(0, prefix.lastIndexOf("/"))) : this.root;

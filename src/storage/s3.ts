@@ -91,6 +91,16 @@ export class S3Storage implements Storage {
     }
   }
 
+  /** GetObject with the strategy's credentials: the bucket need not be public, nor its public address reachable from here. */
+  async read(path: string) {
+    try {
+      return await this.client.file(this.key(path)).bytes();
+    } catch (e) {
+      const missing = (e as { code?: string }).code === "NoSuchKey" || /not ?found|404/i.test((e as Error).message);
+      throw new StorageError(`s3 read failed: ${(e as Error).message}`, missing);
+    }
+  }
+
   /** ListObjectsV2, page after page; keys outside the configured prefix are never listed. */
   async *list(prefix = ""): AsyncIterable<StoredObject> {
     let continuationToken: string | undefined;

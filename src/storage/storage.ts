@@ -28,6 +28,11 @@ export interface Storage {
    */
   move(from: string, to: string): Promise<boolean>;
   exists(path: string): Promise<boolean>;
+  /**
+   * The object's bytes (objects are images, bounded by the upload limit): how the service reads an original on any
+   * storage, S3 included, without going through its public address. A StorageError with `missing` when there is none.
+   */
+  read(path: string): Promise<Uint8Array>;
   /** Every object (and temporary file) whose path starts with `prefix`, in no particular order. */
   list(prefix?: string): AsyncIterable<StoredObject>;
   /** The public address of an object. */
@@ -36,4 +41,12 @@ export interface Storage {
   readableFile(path: string): BunFile | null;
 }
 
-export class StorageError extends Error {}
+export class StorageError extends Error {
+  constructor(
+    message: string,
+    /** The object is not there (as opposed to a storage that failed). */
+    readonly missing = false,
+  ) {
+    super(message);
+  }
+}

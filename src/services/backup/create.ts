@@ -10,6 +10,10 @@
  * owner's and its strategy's bytes). The restored state is the snapshot less the images deleted while the backup
  * ran. Objects are opened before they are read, so one deleted while it is being copied is still copied whole.
  * Uploads in flight at the snapshot are not in it (their records had not committed), nor are their objects.
+ *
+ * Variants (issue 17 §3) are derived data: neither their rows (DERIVED_TABLES) nor their objects are archived, so
+ * the archive is as small as the originals make it, and a restored server makes each variant again on its first
+ * request (under the same cold budget and decode queue as ever).
  */
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, existsSync } from "node:fs";
@@ -26,6 +30,7 @@ import { LocalStorage, syncPath } from "../../storage/local.ts";
 import {
   ADMIN_TOKEN,
   BACKUP_FORMAT,
+  DERIVED_TABLES,
   BACKUP_FORMAT_VERSION,
   BackupError,
   type BackupSummary,
@@ -139,7 +144,12 @@ async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere:
     const hash = createHash("sha256");
     let bytes = 0;
     let lines = 0;
-    const source = await tx.unsafe(`copy public.${quoteIdent(name)} (${columns.map(quoteIdent).join(", ")}) to stdout`).readable();
+    // a derived table's entry holds no rows (variants are made again on demand after a restore)
+    const derived = DERIVED_TABLES.has(name);
+    const copy = derived
+      ? `copy (select ${columns.map(quoteIdent).join(", ")} from public.${quoteIdent(name)} where false) to stdout`
+      : `copy public.${quoteIdent(name)} (${columns.map(quoteIdent).join(", ")}) to stdout`;
+    const source = await tx.unsafe(copy).readable();
     const sink = createWriteStream(target, { mode: 0o600 });
     await pipeline(
       source,
@@ -153,7 +163,7 @@ async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere:
       },
       sink,
     );
-    const [{ n }] = await tx.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${quoteIdent(name)}`);
+    const [{ n }] = derived ? [{ n: 0 }] : await tx.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${quoteIdent(name)}`);
     if (n !== lines) throw new BackupError(`copying ${name}: ${n} rows in the table, ${lines} lines copied`);
     tables.push({ name, file: entry, columns, rows: n, bytes, sha256: hash.digest("hex") });
   }

@@ -12,7 +12,7 @@ import { migrationsFolder, openPostgres } from "../../db/client.ts";
 import type { ConnectionOptions } from "../../db/embedded.ts";
 import { deleteImageAndRelease } from "../../db/repositories/images.ts";
 import * as schema from "../../db/schema.ts";
-import { BackupError, type Manifest, type ObjectList, quoteIdent, readJournal, type TableEntry } from "./format.ts";
+import { BackupError, DERIVED_TABLES, type Manifest, type ObjectList, quoteIdent, readJournal, type TableEntry } from "./format.ts";
 
 /** Tables ordered so that each comes after the tables it references (self-references need no order). */
 async function foreignKeyOrder(sql: postgres.Sql, tables: TableEntry[]): Promise<TableEntry[]> {
@@ -66,14 +66,16 @@ export async function loadDatabase(connection: ConnectionOptions, manifest: Mani
 
     const ordered = await foreignKeyOrder(sql, manifest.database.tables);
     await sql.begin(async (tx) => {
+      // derived tables (variants) are left empty, even from an archive that holds their rows: their objects are not
+      // in any archive, and a row without its object would name nothing (made again on demand instead)
       for (const t of ordered) {
-        if (t.rows === 0) continue;
+        if (t.rows === 0 || DERIVED_TABLES.has(t.name)) continue;
         const sink = await tx.unsafe(`copy public.${quoteIdent(t.name)} (${t.columns.map(quoteIdent).join(", ")}) from stdin`).writable();
         await pipeline(createReadStream(join(work, `${t.name}.copy`)), sink);
       }
       for (const t of ordered) {
         const [{ n }] = await tx.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${quoteIdent(t.name)}`);
-        if (n !== t.rows) throw new BackupError(`restoring ${t.name}: ${t.rows} rows in the archive, ${n} in the table`);
+        if (n !== (DERIVED_TABLES.has(t.name) ? 0 : t.rows)) throw new BackupError(`restoring ${t.name}: ${t.rows} rows in the archive, ${n} in the table`);
       }
       for (const s of manifest.database.sequences) {
         if (!manifest.database.tables.some((t) => t.name === s.table)) continue;

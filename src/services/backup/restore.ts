@@ -12,7 +12,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { startEmbeddedPostgres } from "../../db/embedded.ts";
 import { LocationError, realLocation } from "../../storage/location.ts";
-import { ADMIN_TOKEN, BackupError, fsyncDirectory, type RestoreSummary } from "./format.ts";
+import { ADMIN_TOKEN, BackupError, DERIVED_TABLES, fsyncDirectory, type RestoreSummary } from "./format.ts";
 import { extractArchive, inspectArchive } from "./extract.ts";
 import { loadDatabase } from "./load.ts";
 import { verify } from "./manifest.ts";
@@ -84,7 +84,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreSum
       file,
       data_dir: dataDir,
       tables: manifest.database.tables.length,
-      records: manifest.database.tables.reduce((n, t) => n + t.rows, 0) - objects.dropped_images.length,
+      records: manifest.database.tables.reduce((n, t) => n + (DERIVED_TABLES.has(t.name) ? 0 : t.rows), 0) - objects.dropped_images.length,
       objects: objects.count,
       object_bytes: objects.bytes,
       dropped_images: objects.dropped_images.length,

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { S3Client } from "bun";
+import { sql } from "drizzle-orm";
+// @ts-expect-error s3rver ships no types
+import S3rver from "s3rver";
+import sharp from "sharp";
+import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
+import { makeNoisyJpeg } from "./support/images.ts";
+import { expectStatus } from "./support/status.ts";
+
+setDefaultTimeout(60_000);
+
+/**
+ * Variants on an S3 strategy (issue 17 §3, "Variants work on every strategy"), end to end against s3rver in this
+ * process. The strategy's public address (cdn.example.com) is not reachable from here: the original is read through
+ * the storage with the strategy's credentials (Storage.read), never through its public address.
+ */
+let ctx: TestContext;
+let server: { run(): Promise<{ port: number }>; close(): Promise<void> };
+let dir: string;
+let endpoint: string;
+let bucket: S3Client;
+let user: TestUser;
+const PUBLIC = "https://cdn.example.com/images";
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "imghost-variants-s3-"));
+  server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: dir, configureBuckets: [{ name: "images" }] });
+  const { port } = await server.run();
+  endpoint = `http://127.0.0.1:${port}`;
+  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
+  bucket = new S3Client({ bucket: "images", endpoint, region: "us-east-1", ...credentials });
+  ctx = await createTestContext();
+  const strategy = await ctx.admin("POST", "/api/admin/strategies", {
+    name: "S3 variants",
+    driver: "s3",
+    config: {
+      bucket: "images",
+      endpoint,
+      region: "us-east-1",
+      access_key_id: credentials.accessKeyId,
+      secret_access_key: credentials.secretAccessKey,
+      prefix: "site-v",
+      url: PUBLIC,
+    },
+  });
+  const group = await ctx.admin("POST", "/api/admin/groups", { name: "variants on s3", strategy_ids: [strategy.id] });
+  user = await ctx.createUser({ group_id: group.id });
+});
+afterAll(async () => {
+  await ctx?.close();
+  await server?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function variantKeys(): Promise<string[]> {
+  const page = await bucket.list({ prefix: "site-v/variants/" });
+  return (page.contents ?? []).map((o) => o.key).sort();
+}
+
+describe("variants on an S3 strategy", () => {
+  test("/i/{pathname}?w=320&format=webp on this server: 302 to the stored variant (200 image/webp, 320 wide); the image's delete removes it", async () => {
+    const jpeg = await makeNoisyJpeg(1000, 750);
+    const d = expectStatus(await ctx.upload(user.token, { bytes: jpeg, filename: "photo.jpg", contentType: "image/jpeg" }), 200).data;
+    expect(d.url).toBe(`${PUBLIC}/site-v/${d.pathname}`);
+    expect(await variantKeys()).toEqual([]);
+
+    const ask = () => ctx.request(`/i/${d.pathname}?w=320&format=webp`, { headers: { "x-forwarded-for": "198.51.100.40" } });
+    const res = await ask();
+    expect(res.status).toBe(302);
+    const location = res.headers.get("location")!;
+    expect(location.startsWith(`${PUBLIC}/site-v/variants/`)).toBe(true);
+    expect(location).toMatch(/_320_[\w-]+\.webp$/);
+    const key = new URL(location).pathname.slice("/images/".length);
+    expect(await variantKeys()).toEqual([key]);
+
+    // the object the redirect names, fetched from the bucket as a browser would fetch it from its public address
+    const object = await fetch(`${endpoint}/images/${key}`);
+    expect(object.status).toBe(200);
+    expect(object.headers.get("content-type")).toBe("image/webp");
+    const meta = await sharp(new Uint8Array(await object.arrayBuffer())).metadata();
+    expect({ format: meta.format, width: meta.width, height: meta.height }).toEqual({ format: "webp", width: 320, height: 240 });
+
+    // made once: the second request redirects to the same object, nothing new in the bucket
+    const again = await ask();
+    expect(again.status).toBe(302);
+    expect(again.headers.get("location")).toBe(location);
+    expect(await variantKeys()).toEqual([key]);
+
+    const del = await ctx.json(`/api/v1/images/${d.key}`, { method: "DELETE", headers: ctx.bearer(user.token) });
+    expectStatus(del, 200);
+    expect(await bucket.file(key).exists()).toBe(false);
+    expect(await bucket.file(`site-v/${d.pathname}`).exists()).toBe(false);
+    expect(await variantKeys()).toEqual([]);
+    const rows = await ctx.db.execute(sql`select count(*)::int as n from image_variants`);
+    expect(((Array.isArray(rows) ? rows : (rows as { rows: unknown[] }).rows) as { n: number }[])[0]!.n).toBe(0);
+  });
+
+  test("an original gone from the bucket: 404, nothing stored", async () => {
+    const d = expectStatus(await ctx.upload(user.token, { bytes: await makeNoisyJpeg(700, 500), filename: "lost.jpg", contentType: "image/jpeg" }), 200).data;
+    await bucket.delete(`site-v/${d.pathname}`);
+    const res = await ctx.request(`/i/${d.pathname}?w=160&format=webp`, { headers: { "x-forwarded-for": "198.51.100.41" } });
+    expect(res.status).toBe(404);
+    expect(await variantKeys()).toEqual([]);
+  });
+});
