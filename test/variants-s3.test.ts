@@ -97,6 +97,11 @@ describe("variants on an S3 strategy", () => {
     expect(await variantKeys()).toEqual([]);
     const rows = await ctx.db.execute(sql`select count(*)::int as n from image_variants`);
     expect(((Array.isArray(rows) ? rows : (rows as { rows: unknown[] }).rows) as { n: number }[])[0]!.n).toBe(0);
+    // the address stops at once, even on the instance that redirected a moment ago: no redirect to a deleted object
+    const afterDelete = await ask();
+    expect(afterDelete.status).toBe(404);
+    expect(afterDelete.headers.get("location")).toBeNull();
+    expect(await variantKeys()).toEqual([]);
   });
 
   test("an original gone from the bucket: 404, nothing stored", async () => {

@@ -97,9 +97,17 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
     const vary = query.format === "auto" ? { vary: "Accept" } : undefined;
     const resolved = resolveVariant(source, query, request.headers.get("accept"));
     const storage = deps.storage.for(facts.strategy);
+    // a storage that serves its own addresses (S3): nothing here can see its object vanish, so before pointing at it,
+    // the record must still be there (one query) — a deleted image's variants stop at once on every instance
+    const gone = async () => {
+      if (await findImageByStoredPath(deps.db, path)) return false;
+      known.delete(path);
+      for (const k of knownVariants.keys()) if (k.startsWith(`${source.image.id}:`)) knownVariants.delete(k);
+      return true;
+    };
     if (resolved.original) {
       const blob = storage.readableFile(path);
-      if (!blob) return redirect(storage.url(path), vary);
+      if (!blob) return (await gone()) ? notFound() : redirect(storage.url(path), vary);
       if (!(await blob.exists())) {
         known.delete(path);
         return notFound();
@@ -112,6 +120,7 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
       const row = knownVariants.get(key) ?? (await variants.obtain(source, resolved.width, resolved.format, client()));
       const blob = storage.readableFile(row.path);
       if (!blob) {
+        if (await gone()) return notFound();
         remember(key, row);
         return redirect(storage.url(row.path), vary);
       }
