@@ -2,6 +2,7 @@
 import type { Hono } from "hono";
 import { findImageForOwner } from "../db/repositories/images.ts";
 import { type ImageResource, imagePage } from "../http/image-resource.ts";
+import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { validationError } from "../errors.ts";
 import { deleteImage } from "../services/delete.ts";
 import { readForm } from "./form.ts";
@@ -23,7 +24,7 @@ function pageQuery(perPage: string | undefined, page: string | undefined) {
 const pageHref = (page: number, perPage: number) =>
   `${BASE}/images?page=${page}${perPage === PER_PAGE_DEFAULT ? "" : `&per_page=${perPage}`}`;
 
-function ImageCard({ image, signedIn, page, perPage }: { image: ImageResource; signedIn: SignedIn; page: number; perPage: number }) {
+function ImageCard({ image, signedIn, page, perPage, baseUrl }: { image: ImageResource; signedIn: SignedIn; page: number; perPage: number; baseUrl: string }) {
   return (
     <li class="image">
       <a class="thumb" href={image.url} target="_blank" rel="noopener">
@@ -48,6 +49,7 @@ function ImageCard({ image, signedIn, page, perPage }: { image: ImageResource; s
         <CopyButton text={image.bbcode} label="BBCode" />
         <CopyButton text={image.markdown} label="Markdown" />
         <CopyButton text={image.markdown_with_link} label="MD + link" name="Markdown with link" />
+        <CopyButton text={responsiveSnippet(image, baseUrl)} label="Responsive HTML" />
       </div>
       <div class="buttons">
         <a class="button" href={image.url} target="_blank" rel="noopener">
@@ -133,7 +135,7 @@ export function register(web: Hono<WebEnv>) {
         ) : (
           <ul class="grid" aria-label="Your images">
             {images.map((image) => (
-              <ImageCard image={image} signedIn={signedIn} page={page} perPage={perPage} />
+              <ImageCard image={image} signedIn={signedIn} page={page} perPage={perPage} baseUrl={deps.config.baseUrl} />
             ))}
           </ul>
         )}

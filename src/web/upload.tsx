@@ -4,8 +4,12 @@
  * the API's.
  */
 import type { Hono } from "hono";
+import { findImageForOwner } from "../db/repositories/images.ts";
 import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
-import { listUsableStrategies } from "../db/repositories/strategies.ts";
+import { getStrategy, listUsableStrategies } from "../db/repositories/strategies.ts";
+import { notFound } from "../errors.ts";
+import { toImageResource } from "../http/image-resource.ts";
+import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { respond } from "../http/envelope.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issueAccountTemporaryTokens } from "../services/tokens.ts";
@@ -37,7 +41,15 @@ export function register(web: Hono<WebEnv>) {
         <noscript>
           <p class="notice error">This page needs JavaScript to upload. Without it, use the API with a token from the API tokens page.</p>
         </noscript>
-        <form id="upload-form" class="card" action="/api/v1/upload" method="post" enctype="multipart/form-data" data-token-url={`${BASE}/upload/token`}>
+        <form
+          id="upload-form"
+          class="card"
+          action="/api/v1/upload"
+          method="post"
+          enctype="multipart/form-data"
+          data-token-url={`${BASE}/upload/token`}
+          data-snippets-url={`${BASE}/upload/snippets/`}
+        >
           <fieldset class="options">
             <legend>Options (optional)</legend>
             <Field
@@ -104,5 +116,20 @@ export function register(web: Hono<WebEnv>) {
     const [issued] = await issueAccountTemporaryTokens(db, user.id, 1, seconds, now, session.id);
     c.header("Cache-Control", "no-store");
     return respond(c, { token: issued!.token, expired_at: formatDateTime(issued!.expiredAt), expires_in: seconds });
+  });
+
+  /**
+   * The snippets of an uploaded image that the v1 answer does not carry (the "Responsive HTML" one), built by the same
+   * function as the image grid's; JSON for upload.js. The owner's images only: another's is a 404 like a missing one.
+   */
+  web.get("/upload/snippets/:key", requireSession, async (c) => {
+    const { user } = c.get("signedIn");
+    const deps = c.get("deps");
+    const key = c.req.param("key");
+    const image = /\p{Cc}/u.test(key) ? null : await findImageForOwner(deps.db, key, user.id);
+    const strategy = image ? await getStrategy(deps.db, image.strategyId) : null;
+    if (!image || !strategy) throw notFound("No such image.");
+    c.header("Cache-Control", "no-store");
+    return respond(c, { responsive_html: responsiveSnippet(toImageResource(image, strategy, deps.storage, deps.config.baseUrl), deps.config.baseUrl) });
   });
 }

@@ -60,6 +60,17 @@
     return node;
   }
 
+  /** The image's "Responsive HTML" snippet, as the image grid shows it. */
+  async function responsive(key) {
+    const res = await fetch(form.getAttribute("data-snippets-url") + encodeURIComponent(key), {
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+    });
+    const body = await res.json();
+    if (!res.ok || !body || body.status !== true) throw new Error(`The server answered ${res.status}.`);
+    return body.data.responsive_html;
+  }
+
   function human(bytes) {
     const units = ["B", "KB", "MB", "GB"];
     let v = bytes;
@@ -119,6 +130,11 @@
           copy(image.bbcode, "BBCode"),
           copy(image.markdown, "Markdown"),
           copy(image.markdown_with_link, "MD + link", "Markdown with link"),
+        );
+        // the <picture> snippet is built on the server (one function for this page and the image grid), not in the v1 answer
+        responsive(image.key).then(
+          (text) => links.append(copy(text, "Responsive HTML")),
+          () => {}, // the other snippets still serve; the image grid offers this one too
         );
       },
     };

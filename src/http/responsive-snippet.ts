@@ -1,0 +1,51 @@
+/**
+ * The "Responsive HTML" snippet of an image (issue 17 §3): a `<picture>` whose sources name the variants of the
+ * ladder on this server (`{BASE_URL}/i/{pathname}?w=…&format=…`), AVIF first, then WebP, then an `<img>` in the
+ * original's format. The one place it is built: the image grid renders it, the upload page asks for it
+ * (GET /user/upload/snippets/{key}); it is not a field of the v1 API answers.
+ *
+ * - Widths: the ladder's entries below the image's own width, then the image's own width. The own width is asked for
+ *   without `w` (a width not on the ladder would be a 400; no `w` is the original's size), so an image wider than
+ *   the ladder's top is offered at its own size too.
+ * - The `<img>`'s own-width candidate is the original itself (`url`, also on S3), or its JPEG variant for a format
+ *   browsers do not show (TIFF).
+ * - No AVIF source for a GIF: an animated GIF's variants keep the animation, which AVIF variants do not.
+ * - `sizes` (on every source: a source without it means 100vw) is the viewport's width up to a 640-px column, or
+ *   the image's own width when it is narrower.
+ */
+import { LADDER } from "../services/variants.ts";
+
+/** The same escaping as the `html` snippet of the image resource (http/image-resource.ts). */
+export const escapeHtml = (s: string) =>
+  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/** The widest column the snippet's `sizes` assumes, in CSS pixels. */
+export const RESPONSIVE_COLUMN = 640;
+
+/** Formats browsers show in an `<img>`: anything else falls back to the JPEG variant. */
+const SHOWN = new Set(["image/jpeg", "image/png", "image/gif", "image/webp", "image/avif"]);
+
+export interface SnippetImage {
+  url: string;
+  pathname: string;
+  width: number;
+  height: number;
+  mimetype: string;
+  origin_name: string;
+}
+
+export function responsiveSnippet(image: SnippetImage, baseUrl: string): string {
+  const base = `${baseUrl.replace(/\/+$/, "")}/i/${image.pathname.split("/").map(encodeURIComponent).join("/")}`;
+  const widths = LADDER.filter((w) => w < image.width);
+  const slot = Math.min(image.width, RESPONSIVE_COLUMN);
+  const sizes = `(max-width: ${slot}px) 100vw, ${slot}px`;
+  const srcset = (entries: [string, number][]) => entries.map(([u, w]) => `${escapeHtml(u)} ${w}w`).join(", ");
+  const source = (format: "avif" | "webp", type: string) =>
+    `<source type="${type}" srcset="${srcset([...widths.map((w): [string, number] => [`${base}?w=${w}&format=${format}`, w]), [`${base}?format=${format}`, image.width]])}" sizes="${sizes}">`;
+  const own = SHOWN.has(image.mimetype) ? image.url : `${base}?format=jpeg`;
+  const img =
+    `<img src="${escapeHtml(own)}" srcset="${srcset([...widths.map((w): [string, number] => [`${base}?w=${w}`, w]), [own, image.width]])}" sizes="${sizes}"` +
+    ` alt="${escapeHtml(image.origin_name)}" width="${image.width}" height="${image.height}" loading="lazy">`;
+  const sources = (image.mimetype === "image/gif" ? [] : [source("avif", "image/avif")]).concat(source("webp", "image/webp"));
+  return `<picture>${sources.join("")}${img}</picture>`;
+}
