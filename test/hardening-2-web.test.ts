@@ -430,3 +430,26 @@ describe("item 13: odds and ends", () => {
     expect(passwordVerifications.count - before).toBe(5);
   });
 });
+
+describe("the upload page's snippet route", () => {
+  test("answers the owner's image only: another account's and a missing key are the same 404; a stranger is sent to sign in", async () => {
+    const { user: owner, visitor } = await signedIn();
+    const { visitor: other } = await signedIn();
+    const uploaded = expectStatus(await ctx.upload(owner.token, { bytes: png, filename: "mine.png", contentType: "image/png" }), 200).data;
+
+    const mine = await visitor.get(`/user/upload/snippets/${uploaded.key}`);
+    const body = expectStatus({ status: mine.status, body: await mine.json() }, 200);
+    expect(body.data.responsive_html).toStartWith("<picture>");
+    expect(body.data.responsive_html).toContain(`alt="mine.png"`);
+    expect(mine.headers.get("cache-control")).toBe("no-store");
+
+    const theirs = await other.get(`/user/upload/snippets/${uploaded.key}`);
+    const missing = await other.get("/user/upload/snippets/no-such-key");
+    expect([theirs.status, missing.status]).toEqual([404, 404]);
+    expect(await theirs.text()).toBe(await missing.text());
+
+    const stranger = await new Visitor().get(`/user/upload/snippets/${uploaded.key}`);
+    expect(stranger.status).toBe(303);
+    expect(stranger.headers.get("location")).toContain("/user/login");
+  });
+});

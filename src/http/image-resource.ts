@@ -5,7 +5,8 @@ import type { Strategy } from "../db/repositories/strategies.ts";
 import { formatDateTime } from "./time.ts";
 import type { StorageRegistry } from "../storage/index.ts";
 
-const escapeHtml = (s: string) =>
+/** The escaping of every snippet's attribute values (the `html` snippet here, the responsive one in responsive-snippet.ts). */
+export const escapeHtml = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const escapeMarkdownText = (s: string) => s.replace(/[\\[\]]/g, "\\$&").replace(/[\r\n]+/g, " ");
 /** Our URLs are percent-encoded already; these keep a stray character from ending a snippet early. */

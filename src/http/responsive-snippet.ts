@@ -14,10 +14,8 @@
  *   the image's own width when it is narrower.
  */
 import { LADDER } from "../services/variants.ts";
+import { escapeHtml } from "./image-resource.ts";
 
-/** The same escaping as the `html` snippet of the image resource (http/image-resource.ts). */
-export const escapeHtml = (s: string) =>
-  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /** The widest column the snippet's `sizes` assumes, in CSS pixels. */
 export const RESPONSIVE_COLUMN = 640;
