@@ -8,22 +8,15 @@
  * /usr/bin/chromium is missing.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { responsiveSnippet, type SnippetImage } from "../../src/http/responsive-snippet.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
+import { type BrowserSite, CHROMIUM, hasChromium, PASSWORD, startBrowserSite } from "../support/browser-site.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`test/browser/responsive.test.ts skipped (browser part): ${CHROMIUM} not found (apt-get install chromium)`);
 
 const ARTIFACTS = join(import.meta.dir, "artifacts", "responsive");
-const STEP_MS = 20_000;
-const PASSWORD = "a long enough password";
-const isLoopback = (url: URL) => /^127\.\d+\.\d+\.\d+$/.test(url.hostname) || url.hostname === "localhost" || url.hostname === "[::1]";
-const isLocalScheme = (url: string) => /^(data|blob|about):/.test(url);
 
 const B = "https://img.example";
 const image = (over: Partial<SnippetImage> = {}): SnippetImage => ({
@@ -87,27 +80,14 @@ describe("the Responsive HTML snippet's format", () => {
   });
 });
 
-let ctx: TestContext;
-let server: ReturnType<typeof Bun.serve>;
+let site: BrowserSite;
 let origin: string;
-let browser: Browser | undefined;
 let context: BrowserContext;
 let page: Page;
-const foreign: string[] = [];
-const pageErrors: string[] = [];
+let foreign: string[] = [];
+let pageErrors: string[] = [];
 let snippet = "";
 let stored: any;
-
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${origin}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as { data: any };
-  if (res.status !== 200) throw new Error(`admin ${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
 
 /** A 2000×1500 photo-like JPEG that shows what it is: a gradient, a grid, and its size written on it. */
 async function photo(): Promise<Buffer> {
@@ -121,44 +101,10 @@ async function photo(): Promise<Buffer> {
   return sharp(Buffer.from(svg)).jpeg({ quality: 85 }).toBuffer();
 }
 
-async function blockForeign(c: BrowserContext) {
-  await c.route("**/*", (route) => {
-    const url = new URL(route.request().url());
-    if (isLoopback(url) || isLocalScheme(url.href)) return route.continue();
-    foreign.push(`${route.request().method()} ${url.href}`);
-    return route.abort("blockedbyclient");
-  });
-}
-
 describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
   beforeAll(async () => {
-    rmSync(ARTIFACTS, { recursive: true, force: true });
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ctx = await createTestContext();
-    server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req, srv) => ctx.app.fetch(req, srv) });
-    origin = `http://127.0.0.1:${server.port}`;
-    ctx.deps.config.baseUrl = origin;
-    await admin("PATCH", "/api/admin/strategies/1", { config: { url: `${origin}/i` } });
-    await admin("POST", "/api/admin/users", { username: "rosa", email: "rosa@example.com", name: "Rosa" });
-    const [rosa] = (await admin("GET", "/api/admin/users?username=rosa")).users;
-    await admin("PATCH", `/api/admin/users/${rosa.id}`, { password: PASSWORD });
-
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      timeout: 60_000,
-    });
-    context = await browser.newContext({ serviceWorkers: "block", viewport: { width: 1280, height: 860 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
-    context.setDefaultTimeout(STEP_MS);
-    await blockForeign(context);
-    context.on("page", (p) => {
-      p.on("pageerror", (e) => pageErrors.push(`${p.url()}: ${e.message}`));
-      p.on("console", (m) => {
-        if (m.type() === "error") pageErrors.push(`${p.url()}: console: ${m.text()}`);
-      });
-    });
+    site = await startBrowserSite({ artifacts: ARTIFACTS, user: { username: "rosa", email: "rosa@example.com", name: "Rosa" } });
+    ({ origin, context, foreign, pageErrors } = site);
     page = await context.newPage();
     await page.goto(`${origin}/user/login`);
     await page.getByLabel("Username or email").fill("rosa");
@@ -167,9 +113,7 @@ describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close().catch(() => {});
-    await server?.stop(true);
-    await ctx?.close();
+    await site?.close();
   }, 60_000);
 
   test("the upload result has a Responsive HTML copy button; the clipboard gets the snippet; the v1 answer has no new field", async () => {
@@ -220,9 +164,7 @@ describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
     const expected = Math.min(...widths.filter((w) => w >= viewport.width * dpr));
     expect(expected).toBe(640);
 
-    const narrow = await browser!.newContext({ serviceWorkers: "block", viewport, deviceScaleFactor: dpr });
-    narrow.setDefaultTimeout(STEP_MS);
-    await blockForeign(narrow);
+    const narrow = await site.newContext({ viewport, deviceScaleFactor: dpr });
     const fetched: { url: string; status: number; type: string; body: Promise<Buffer> }[] = [];
     const p = await narrow.newPage();
     p.on("response", (r) => {

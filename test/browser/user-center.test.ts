@@ -8,46 +8,26 @@
  * printed, where /usr/bin/chromium is missing (`apt-get install chromium`; .ci/run installs it).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { type BrowserSite, CHROMIUM, hasChromium, PASSWORD, startBrowserSite } from "../support/browser-site.ts";
 import { makeImage, makeNoisyJpeg } from "../support/images.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`test/browser/user-center.test.ts skipped: ${CHROMIUM} not found (apt-get install chromium)`);
 
 const ARTIFACTS = join(import.meta.dir, "artifacts", "user-center");
-const STEP_MS = 20_000;
-const PASSWORD = "a long enough password";
-const isLoopback = (url: URL) => /^127\.\d+\.\d+\.\d+$/.test(url.hostname) || url.hostname === "localhost" || url.hostname === "[::1]";
-const isLocalScheme = (url: string) => /^(data|blob|about):/.test(url);
 
-let ctx: TestContext;
-let server: ReturnType<typeof Bun.serve>;
+let site: BrowserSite;
 let origin: string;
-let browser: Browser | undefined;
 let context: BrowserContext;
 let page: Page;
-/** Requests that tried to leave loopback. */
-const foreign: string[] = [];
-/** Errors the pages' scripts threw, and what they logged as errors. */
-const pageErrors: string[] = [];
+let foreign: string[] = [];
+let pageErrors: string[] = [];
 let token = "";
 
 const shot = (p: Page, name: string) => p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${origin}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await res.json()) as { data: any };
-  if (res.status !== 200) throw new Error(`admin ${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
+const admin = (method: string, path: string, body?: unknown) => site.admin(method, path, body);
 
 const api = async (path: string, bearer: string) => {
   const res = await fetch(`${origin}${path}`, { headers: { authorization: `Bearer ${bearer}` } });
@@ -69,47 +49,18 @@ async function expectLabelledFields(p: Page) {
 
 describe.skipIf(!hasChromium)("the user center in Chromium", () => {
   beforeAll(async () => {
-    rmSync(ARTIFACTS, { recursive: true, force: true });
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ctx = await createTestContext();
-    server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req, srv) => ctx.app.fetch(req, srv) });
-    origin = `http://127.0.0.1:${server.port}`;
-    // a deployment's BASE_URL is the address it is served on; the local strategy serves its images from there
-    ctx.deps.config.baseUrl = origin;
-    await admin("PATCH", "/api/admin/strategies/1", { config: { url: `${origin}/i` } });
     // what the README tells an administrator to do: create the user, set a password
-    await admin("POST", "/api/admin/users", { username: "alice", email: "alice@example.com", name: "Alice Liddell" });
-    const [alice] = (await admin("GET", "/api/admin/users?username=alice")).users;
-    await admin("PATCH", `/api/admin/users/${alice.id}`, { password: PASSWORD });
-
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      timeout: 60_000,
+    site = await startBrowserSite({
+      artifacts: ARTIFACTS,
+      user: { username: "alice", email: "alice@example.com", name: "Alice Liddell" },
+      ignoreConsole: /status of (400|401|403|404|422|429)/,
     });
-    context = await browser.newContext({ serviceWorkers: "block", viewport: { width: 1280, height: 860 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
-    context.setDefaultTimeout(STEP_MS);
-    await context.route("**/*", (route) => {
-      const url = new URL(route.request().url());
-      if (isLoopback(url) || isLocalScheme(url.href)) return route.continue();
-      foreign.push(`${route.request().method()} ${url.href}`);
-      return route.abort("blockedbyclient");
-    });
-    context.on("page", (p) => {
-      p.on("pageerror", (e) => pageErrors.push(`${p.url()}: ${e.message}`));
-      p.on("console", (m) => {
-        if (m.type() === "error" && !/status of (400|401|403|404|422|429)/.test(m.text())) pageErrors.push(`${p.url()}: console: ${m.text()}`);
-      });
-    });
+    ({ origin, context, foreign, pageErrors } = site);
     page = await context.newPage();
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close().catch(() => {});
-    await server?.stop(true);
-    await ctx?.close();
+    await site?.close();
   }, 60_000);
 
   test("a browser asking for / gets the sign-in page; a wrong password is refused; the right one opens the dashboard", async () => {
