@@ -1,5 +1,6 @@
 import { fileTypeFromBuffer } from "file-type";
 import sharp from "sharp";
+import { jpegSegments, SOS } from "./jpeg.ts";
 
 export interface Inspection {
   /** Media type sniffed from the bytes; null when unrecognised. */
@@ -39,46 +40,14 @@ export async function inspectImage(bytes: Uint8Array): Promise<Inspection | null
 }
 
 /**
- * Counts the Start-Of-Scan markers of a JPEG the way libjpeg reads the stream, so that no byte pattern can hide
- * a scan from the count: decoding cost grows with scans × pixels, and a legal progressive file of a few hundred KB
- * can carry hundreds of scans. Between segments the decoder skips any byte that is not 0xFF ("extraneous bytes
- * before marker" is only a warning), any run of 0xFF fill bytes, and a stuffed 0xFF00; inside entropy-coded data
- * a 0xFF followed by fill bytes and then 0x00 is data, a restart marker is consumed, and anything else is the
- * next marker. The walk ends at EOI or at the end of the bytes, as the decoder's does.
+ * Counts the Start-Of-Scan markers of a JPEG as the decoder will meet them (jpegSegments walks the stream as libjpeg
+ * does, so no byte pattern can hide a scan): decoding cost grows with scans × pixels, and a legal progressive file
+ * of a few hundred KB can carry hundreds of scans.
  */
 export function jpegScanCount(bytes: Uint8Array): number {
-  const n = bytes.length;
   let scans = 0;
-  let pos = 2; // after SOI
-  for (;;) {
-    // next_marker(): skip non-0xFF bytes, then fill bytes; 0xFF00 is no marker
-    while (pos < n && bytes[pos] !== 0xff) pos++;
-    while (pos < n && bytes[pos] === 0xff) pos++;
-    if (pos >= n) return scans;
-    const marker = bytes[pos++]!;
-    if (marker === 0x00) continue;
-    if (marker === 0xd9) return scans; // EOI
-    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) continue; // parameterless (TEM, RSTn; a second SOI is the decoder's error)
-    if (pos + 1 >= n) return scans;
-    const length = (bytes[pos]! << 8) | bytes[pos + 1]!;
-    pos += length; // the length counts its own two bytes
-    if (marker !== 0xda) continue;
-    scans++;
-    // entropy-coded data: runs to a 0xFF (after fill bytes) followed by neither 0x00 nor a restart marker
-    for (;;) {
-      while (pos < n && bytes[pos] !== 0xff) pos++;
-      let next = pos;
-      while (next < n && bytes[next] === 0xff) next++;
-      if (next >= n) return scans;
-      const code = bytes[next]!;
-      if (code === 0x00 || (code >= 0xd0 && code <= 0xd7)) {
-        pos = next + 1;
-        continue;
-      }
-      pos = next - 1; // at the 0xFF before the marker
-      break;
-    }
-  }
+  for (const segment of jpegSegments(bytes)) if (segment.marker === SOS) scans++;
+  return scans;
 }
 
 export const THUMBNAIL_BOX = 400;

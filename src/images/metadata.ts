@@ -20,6 +20,7 @@
  * AVIF and TIFF are stored as sent under every policy (`unparsed` in `removed`): their metadata sits at offsets other
  * structures point to, and a re-encode would not be lossless. A file this module cannot walk is stored as sent too.
  */
+import { EOI, jpegSegments, SOS } from "./jpeg.ts";
 
 export const METADATA_POLICIES = ["keep", "strip_location", "strip_all"] as const;
 export type MetadataPolicy = (typeof METADATA_POLICIES)[number];
@@ -206,73 +207,36 @@ function cleanExif(tiffBytes: Uint8Array, policy: MetadataPolicy, removed: Set<s
 const EXIF_HEADER = "Exif\0\0";
 const XMP_HEADERS = ["http://ns.adobe.com/xap/1.0/\0", "http://ns.adobe.com/xmp/extension/\0"];
 
-/** The end of a JPEG's entropy-coded data starting at `pos`: the 0xFF of the next marker (as libjpeg walks it). */
-function entropyEnd(b: Uint8Array, pos: number): number {
-  const n = b.length;
-  // Buffer's indexOf is a memchr: an order of magnitude faster than a loop over a few MB of scan data
-  const buffer = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  for (;;) {
-    pos = buffer.indexOf(0xff, pos);
-    if (pos < 0) return n;
-    let next = pos;
-    while (next < n && b[next] === 0xff) next++;
-    if (next >= n) return n;
-    const code = b[next]!;
-    if (code === 0x00 || (code >= 0xd0 && code <= 0xd7)) {
-      pos = next + 1;
-      continue;
-    }
-    return next - 1;
-  }
-}
-
 function stripJpeg(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
   if (b[0] !== 0xff || b[1] !== 0xd8) return null;
   const parts: Uint8Array[] = [b.subarray(0, 2)];
   const n = b.length;
-  let pos = 2;
-  let copyFrom = 2; // bytes not yet decided on
+  let copyFrom = 2; // bytes not yet decided on (stray and fill bytes are copied as they are: libjpeg skips them the same way)
   const flush = (to: number) => {
     if (to > copyFrom) parts.push(b.subarray(copyFrom, to));
   };
-  for (;;) {
-    // to the next marker (stray bytes and fill bytes are copied as they are: libjpeg skips them the same way)
-    while (pos < n && b[pos] !== 0xff) pos++;
-    let at = pos;
-    while (pos < n && b[pos] === 0xff) pos++;
-    if (pos >= n) break;
-    at = pos - 1;
-    const marker = b[pos++]!;
-    if (marker === 0xd9) {
-      // EOI: whatever follows is not the image (MPF pictures, gain maps, phone trailers)
-      flush(pos);
-      copyFrom = pos;
-      if (pos < n) removed.add("trailing data");
+  for (const { marker, at, length, start, end } of jpegSegments(b)) {
+    if (marker === EOI) {
+      // whatever follows is not the image (MPF pictures, gain maps, phone trailers)
+      flush(end);
+      copyFrom = end;
+      if (end < n) removed.add("trailing data");
       return removed.size === 0 ? b : concat(parts);
     }
-    if (marker === 0x00 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) continue;
-    if (pos + 1 >= n) break;
-    const length = (b[pos]! << 8) | b[pos + 1]!;
-    const end = pos + length;
     if (length < 2 || end > n) return null;
-    const payload = b.subarray(pos + 2, end);
-    if (marker === 0xda) {
-      pos = entropyEnd(b, end);
-      continue;
-    }
+    if (marker === SOS) continue;
+    const payload = b.subarray(start, end);
     const verdict = jpegSegment(marker, payload, policy);
-    if (verdict !== "keep") {
-      flush(at);
-      if (verdict !== "drop") {
-        const segment = new Uint8Array(4 + verdict.bytes.length);
-        segment.set([0xff, marker, ((verdict.bytes.length + 2) >> 8) & 0xff, (verdict.bytes.length + 2) & 0xff]);
-        segment.set(verdict.bytes, 4);
-        if (verdict.bytes.length + 2 <= 0xffff) parts.push(segment);
-      }
-      for (const r of verdict === "drop" ? [jpegSegmentName(marker, payload)] : verdict.removed) removed.add(r);
-      copyFrom = end;
+    if (verdict === "keep") continue;
+    flush(at);
+    if (verdict !== "drop") {
+      const segment = new Uint8Array(4 + verdict.bytes.length);
+      segment.set([0xff, marker, ((verdict.bytes.length + 2) >> 8) & 0xff, (verdict.bytes.length + 2) & 0xff]);
+      segment.set(verdict.bytes, 4);
+      if (verdict.bytes.length + 2 <= 0xffff) parts.push(segment);
     }
-    pos = end;
+    for (const r of verdict === "drop" ? [jpegSegmentName(marker, payload)] : verdict.removed) removed.add(r);
+    copyFrom = end;
   }
   // no EOI: the file as walked (a truncated file is the decoder's business)
   flush(n);
