@@ -1,10 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { S3Client } from "bun";
-// @ts-expect-error s3rver ships no types
-import S3rver from "s3rver";
+import { type LocalS3, startLocalS3 } from "./support/s3rver.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
@@ -14,33 +10,20 @@ setDefaultTimeout(60_000);
 
 /** The s3 driver against s3rver, an S3 implementation running in this process on loopback. */
 let ctx: TestContext;
-let server: { run(): Promise<{ port: number }>; close(): Promise<void> };
-let dir: string;
+let s3: LocalS3;
 let endpoint: string;
 let bucket: S3Client;
 let user: TestUser;
 let strategyId: number;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "imghost-s3-"));
-  server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: dir, configureBuckets: [{ name: "images" }] });
-  const { port } = await server.run();
-  endpoint = `http://127.0.0.1:${port}`;
-  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
-  bucket = new S3Client({ bucket: "images", endpoint, region: "us-east-1", ...credentials });
+  s3 = await startLocalS3("s3");
+  ({ endpoint, bucket } = s3);
   ctx = await createTestContext();
   const strategy = await ctx.admin("POST", "/api/admin/strategies", {
     name: "S3",
     driver: "s3",
-    config: {
-      bucket: "images",
-      endpoint,
-      region: "us-east-1",
-      access_key_id: credentials.accessKeyId,
-      secret_access_key: credentials.secretAccessKey,
-      prefix: "site-a",
-      url: "https://cdn.example.com",
-    },
+    config: s3.strategyConfig("site-a", "https://cdn.example.com"),
   });
   strategyId = strategy.id;
   expect(strategy.config.secret_access_key).toBe("********");
@@ -49,8 +32,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await ctx.close();
-  await server.close();
-  rmSync(dir, { recursive: true, force: true });
+  await s3?.close();
 });
 
 describe("s3 strategy", () => {

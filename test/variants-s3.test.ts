@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { S3Client } from "bun";
 import { sql } from "drizzle-orm";
-// @ts-expect-error s3rver ships no types
-import S3rver from "s3rver";
 import sharp from "sharp";
+import { type LocalS3, startLocalS3 } from "./support/s3rver.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
@@ -19,41 +15,27 @@ setDefaultTimeout(60_000);
  * the storage with the strategy's credentials (Storage.read), never through its public address.
  */
 let ctx: TestContext;
-let server: { run(): Promise<{ port: number }>; close(): Promise<void> };
-let dir: string;
+let s3: LocalS3;
 let endpoint: string;
 let bucket: S3Client;
 let user: TestUser;
 const PUBLIC = "https://cdn.example.com/images";
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "imghost-variants-s3-"));
-  server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: dir, configureBuckets: [{ name: "images" }] });
-  const { port } = await server.run();
-  endpoint = `http://127.0.0.1:${port}`;
-  const credentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
-  bucket = new S3Client({ bucket: "images", endpoint, region: "us-east-1", ...credentials });
+  s3 = await startLocalS3("variants-s3");
+  ({ endpoint, bucket } = s3);
   ctx = await createTestContext();
   const strategy = await ctx.admin("POST", "/api/admin/strategies", {
     name: "S3 variants",
     driver: "s3",
-    config: {
-      bucket: "images",
-      endpoint,
-      region: "us-east-1",
-      access_key_id: credentials.accessKeyId,
-      secret_access_key: credentials.secretAccessKey,
-      prefix: "site-v",
-      url: PUBLIC,
-    },
+    config: s3.strategyConfig("site-v", PUBLIC),
   });
   const group = await ctx.admin("POST", "/api/admin/groups", { name: "variants on s3", strategy_ids: [strategy.id] });
   user = await ctx.createUser({ group_id: group.id });
 });
 afterAll(async () => {
   await ctx?.close();
-  await server?.close();
-  rmSync(dir, { recursive: true, force: true });
+  await s3?.close();
 });
 
 async function variantKeys(): Promise<string[]> {
