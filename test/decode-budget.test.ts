@@ -52,7 +52,8 @@ describe("the JPEG scan counter walks the stream as libjpeg does", () => {
 
 describe("a decode that overruns its CPU budget is killed", () => {
   test("the process is gone within the budget plus one check, and the next decode gets a fresh process", async () => {
-    const costly = await costlyJpeg(3000, 3000);
+    // about 1 s of CPU here, well past the 0.3 s budget whatever the machine
+    const costly = await costlyJpeg(5000, 5000);
     const pool = new DecoderPool(1, 0.3);
     const small = await sharp({ create: { width: 800, height: 600, channels: 3, background: "#246" } }).jpeg().toBuffer();
     // warm: the process exists and has answered once
@@ -60,7 +61,7 @@ describe("a decode that overruns its CPU budget is killed", () => {
     const [pid] = pool.pids();
     const cpuBefore = cpuSecondsOf(pid!)!;
     const started = performance.now();
-    const failure = await pool.decode(costly, { size: { width: 3000, height: 3000 }, mimetype: "image/jpeg", maxPixels: 1e8 }).catch((e) => e);
+    const failure = await pool.decode(costly, { size: { width: 5000, height: 5000 }, mimetype: "image/jpeg", maxPixels: 1e8 }).catch((e) => e);
     const elapsed = (performance.now() - started) / 1000;
     expect(failure).toBeInstanceOf(DecodeOverBudget);
     expect(cpuBefore).toBeLessThan(5);
