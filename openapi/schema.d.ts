@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Upload an image
-         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).
+         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).
          */
         post: operations["uploadImage"];
         delete?: never;
@@ -577,34 +577,37 @@ export interface components {
              */
             key: string;
             /**
-             * @description Stored file name with extension
+             * @description Stored file name with extension: the stored format's (`.webp` when the group converts to WebP)
              * @example x1Hq9ZL0cV2mN4bR7tWs.png
              */
             name: string;
             /**
-             * @description Uploaded file name
+             * @description Uploaded file name, as sent (even when the group's processing changed the format)
              * @example screenshot.png
              */
             origin_name: string;
             /**
-             * @description KB (may be fractional) of the stored bytes, which `url` serves: after the group's metadata policy, so it may be less than the upload as sent. Quotas and capacity are charged by it.
+             * @description KB (may be fractional) of the stored bytes, which `url` serves: after the group's metadata policy and processing on upload, so it may differ from the upload as sent. Quotas and capacity are charged by it.
              * @example 42.53
              */
             size: number;
-            /** @example image/png */
+            /**
+             * @description Of the stored image (a group that converts uploads stores its target format)
+             * @example image/png
+             */
             mimetype: string;
             /**
-             * @description Without the dot
+             * @description Of the stored image, without the dot
              * @example png
              */
             extension: string;
             /**
-             * @description Of the stored image, as displayed (EXIF orientation applied)
+             * @description Of the stored image, as displayed (EXIF orientation applied; after any downscale of the group's processing)
              * @example 800
              */
             width: number;
             /**
-             * @description Of the stored image, as displayed (EXIF orientation applied)
+             * @description Of the stored image, as displayed (EXIF orientation applied; after any downscale of the group's processing)
              * @example 600
              */
             height: number;
@@ -850,6 +853,32 @@ export interface components {
              * @enum {string}
              */
             metadata: "keep" | "strip_location" | "strip_all";
+            /**
+             * @description Processing on upload (off while this, `max_width`, `max_height` and `jpeg_max_quality` are all null): convert every upload in another format to this one at `convert_quality`. An animation (GIF or WebP of several frames) converts only to `webp` (animated); to `avif` or `jpeg` it keeps its own format, never only its first frame. An upload already in this format is not re-encoded for the conversion's sake. Refusals (format, size, pixels) are decided on the upload as sent, before any processing; the response (`mimetype`, `extension`, `name`, `pathname`, `url`, `size`, dimensions, hashes) describes the stored result, `origin_name` stays the uploaded name. null: no conversion.
+             * @example webp
+             * @enum {string|null}
+             */
+            convert_format: "webp" | "avif" | "jpeg" | null;
+            /**
+             * @description Quality (1-100) of a conversion, and of a WebP or AVIF re-encoded because it was downscaled. Default 80.
+             * @example 80
+             */
+            convert_quality: number;
+            /**
+             * @description Downscale (never enlarge) an upload wider than this, keeping its aspect ratio (every frame of an animation). null: no bound.
+             * @example 2560
+             */
+            max_width: number | null;
+            /**
+             * @description Downscale (never enlarge) an upload taller than this, keeping its aspect ratio. null: no bound.
+             * @example 2560
+             */
+            max_height: number | null;
+            /**
+             * @description Re-encode a JPEG whose quality, estimated from its quantization tables, is above this, at this quality; kept only when smaller than the JPEG as sent (unless it is also downscaled). With `convert_format: jpeg`, `convert_quality` caps it too. null: no quality cap.
+             * @example 85
+             */
+            jpeg_max_quality: number | null;
             strategy_ids: number[];
         };
         /** @description Callers must check both the HTTP status code and `status`. */
@@ -891,6 +920,32 @@ export interface components {
              * @enum {string}
              */
             metadata?: "keep" | "strip_location" | "strip_all";
+            /**
+             * @description Processing on upload (off while this, `max_width`, `max_height` and `jpeg_max_quality` are all null): convert every upload in another format to this one at `convert_quality`. An animation (GIF or WebP of several frames) converts only to `webp` (animated); to `avif` or `jpeg` it keeps its own format, never only its first frame. An upload already in this format is not re-encoded for the conversion's sake. Refusals (format, size, pixels) are decided on the upload as sent, before any processing; the response (`mimetype`, `extension`, `name`, `pathname`, `url`, `size`, dimensions, hashes) describes the stored result, `origin_name` stays the uploaded name. null: no conversion.
+             * @example webp
+             * @enum {string|null}
+             */
+            convert_format?: "webp" | "avif" | "jpeg" | null;
+            /**
+             * @description Quality (1-100) of a conversion, and of a WebP or AVIF re-encoded because it was downscaled. Default 80.
+             * @example 80
+             */
+            convert_quality?: number;
+            /**
+             * @description Downscale (never enlarge) an upload wider than this, keeping its aspect ratio (every frame of an animation). null: no bound.
+             * @example 2560
+             */
+            max_width?: number | null;
+            /**
+             * @description Downscale (never enlarge) an upload taller than this, keeping its aspect ratio. null: no bound.
+             * @example 2560
+             */
+            max_height?: number | null;
+            /**
+             * @description Re-encode a JPEG whose quality, estimated from its quantization tables, is above this, at this quality; kept only when smaller than the JPEG as sent (unless it is also downscaled). With `convert_format: jpeg`, `convert_quality` caps it too. null: no quality cap.
+             * @example 85
+             */
+            jpeg_max_quality?: number | null;
             /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
@@ -925,6 +980,32 @@ export interface components {
              * @enum {string}
              */
             metadata?: "keep" | "strip_location" | "strip_all";
+            /**
+             * @description Processing on upload (off while this, `max_width`, `max_height` and `jpeg_max_quality` are all null): convert every upload in another format to this one at `convert_quality`. An animation (GIF or WebP of several frames) converts only to `webp` (animated); to `avif` or `jpeg` it keeps its own format, never only its first frame. An upload already in this format is not re-encoded for the conversion's sake. Refusals (format, size, pixels) are decided on the upload as sent, before any processing; the response (`mimetype`, `extension`, `name`, `pathname`, `url`, `size`, dimensions, hashes) describes the stored result, `origin_name` stays the uploaded name. null: no conversion.
+             * @example webp
+             * @enum {string|null}
+             */
+            convert_format?: "webp" | "avif" | "jpeg" | null;
+            /**
+             * @description Quality (1-100) of a conversion, and of a WebP or AVIF re-encoded because it was downscaled. Default 80.
+             * @example 80
+             */
+            convert_quality?: number;
+            /**
+             * @description Downscale (never enlarge) an upload wider than this, keeping its aspect ratio (every frame of an animation). null: no bound.
+             * @example 2560
+             */
+            max_width?: number | null;
+            /**
+             * @description Downscale (never enlarge) an upload taller than this, keeping its aspect ratio. null: no bound.
+             * @example 2560
+             */
+            max_height?: number | null;
+            /**
+             * @description Re-encode a JPEG whose quality, estimated from its quantization tables, is above this, at this quality; kept only when smaller than the JPEG as sent (unless it is also downscaled). With `convert_format: jpeg`, `convert_quality` caps it too. null: no quality cap.
+             * @example 85
+             */
+            jpeg_max_quality?: number | null;
             /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };

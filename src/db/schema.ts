@@ -28,6 +28,8 @@ export const settings = pgTable("settings", {
 });
 
 export type ReviewProvider = "none" | "webhook";
+/** The format processing on upload converts to (issue 17 §2). */
+export type ConvertFormat = "webp" | "avif" | "jpeg";
 /** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata.ts). */
 export type MetadataPolicy = "keep" | "strip_location" | "strip_all";
 
@@ -57,8 +59,21 @@ export const groups = pgTable("groups", {
   reviewFailOpen: boolean("review_fail_open").notNull().default(false),
   // privacy by default: new groups, and the groups of installs that existed before the column, strip locations
   metadata: text("metadata").$type<MetadataPolicy>().notNull().default("strip_location"),
+  // processing on upload (issue 17 §2; src/images/process.ts): off while all of these are null
+  convertFormat: text("convert_format").$type<ConvertFormat>(),
+  convertQuality: integer("convert_quality").notNull().default(80),
+  maxWidth: integer("max_width"),
+  maxHeight: integer("max_height"),
+  jpegMaxQuality: integer("jpeg_max_quality"),
   createdAt: createdAt(),
-}, (t) => [check("groups_metadata_check", sql`${t.metadata} in ('keep', 'strip_location', 'strip_all')`)]);
+}, (t) => [
+  check("groups_metadata_check", sql`${t.metadata} in ('keep', 'strip_location', 'strip_all')`),
+  check("groups_convert_format_check", sql`${t.convertFormat} in ('webp', 'avif', 'jpeg')`),
+  check("groups_convert_quality_check", sql`${t.convertQuality} between 1 and 100`),
+  check("groups_max_width_check", sql`${t.maxWidth} >= 1`),
+  check("groups_max_height_check", sql`${t.maxHeight} >= 1`),
+  check("groups_jpeg_max_quality_check", sql`${t.jpegMaxQuality} between 1 and 100`),
+]);
 
 export type StrategyDriver = "local" | "s3";
 

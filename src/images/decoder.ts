@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { VariantEncoding } from "./inspect.ts";
+import type { ProcessedImage, ProcessPlan } from "./process.ts";
 
 /**
  * The CPU budget of one decode, in seconds of CPU time (all its threads). A decode runs in a process of its own;
@@ -41,11 +42,23 @@ export interface VariantJob {
   animated: boolean;
 }
 
-export type DecodeJob = ThumbnailJob | VariantJob;
+/** Processing on upload (issue 17 §2): the stored image made from the upload by the group's plan. */
+export interface ProcessJob {
+  kind: "process";
+  id: number;
+  path: string;
+  plan: ProcessPlan;
+  maxPixels: number;
+}
+
+export type DecodeJob = ThumbnailJob | VariantJob | ProcessJob;
 type WithoutId<T> = T extends unknown ? Omit<T, "id"> : never;
 
-/** `output`: the thumbnail (null when the image is its own) or the variant's bytes. */
-export type DecodeAnswer = { id: number; ok: true; output: Uint8Array | null } | { id: number; ok: false; message: string };
+/** `output`: the thumbnail (null when the image is its own) or the variant's bytes; `processed`: a process job's result. */
+export type DecodeAnswer =
+  | { id: number; ok: true; output: Uint8Array | null; processed?: ProcessedImage }
+  | { id: number; ok: false; message: string };
+type Output = Extract<DecodeAnswer, { ok: true }>;
 
 /** The decode overran its budget and its process was killed. */
 export class DecodeOverBudget extends Error {
@@ -58,7 +71,7 @@ export class DecodeOverBudget extends Error {
 export class DecodeFailed extends Error {}
 
 interface Running {
-  resolve: (thumbnail: Uint8Array | null) => void;
+  resolve: (answer: Output) => void;
   reject: (e: Error) => void;
   timer: ReturnType<typeof setInterval>;
 }
@@ -76,6 +89,9 @@ export function cpuSecondsOf(pid: number): number | null {
     return null;
   }
 }
+
+/** Bytes that crossed IPC (a Buffer or a plain Uint8Array, by the serializer) as a Uint8Array. */
+const bytesOf = (output: Uint8Array | null) => (output === null ? null : new Uint8Array(output));
 
 /** One decode process: one job at a time. */
 class DecodeProcess {
@@ -100,7 +116,7 @@ class DecodeProcess {
         if (!job) return;
         this.running = null;
         clearInterval(job.timer);
-        if (message.ok) job.resolve(message.output === null ? null : new Uint8Array(message.output));
+        if (message.ok) job.resolve(message);
         else job.reject(new DecodeFailed(message.message));
       },
       onExit: (_p, code, signal) => {
@@ -119,11 +135,11 @@ class DecodeProcess {
     this.process.unref();
   }
 
-  async run(job: WithoutId<DecodeJob>, id: number, budgetSeconds: number): Promise<Uint8Array | null> {
+  async run(job: WithoutId<DecodeJob>, id: number, budgetSeconds: number): Promise<Output> {
     await this.ready;
     if (this.dead) throw new DecodeFailed("the decode process could not start");
     if (this.idleTimer) clearTimeout(this.idleTimer);
-    return new Promise<Uint8Array | null>((resolve, reject) => {
+    return new Promise<Output>((resolve, reject) => {
       const started = Date.now();
       const cpuBefore = cpuSecondsOf(this.process.pid) ?? 0;
       const timer = setInterval(() => {
@@ -174,7 +190,20 @@ export class DecoderPool {
     const path = join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`);
     await writeFile(path, bytes, { mode: 0o600 });
     try {
-      return await this.runJob({ ...job, path });
+      return bytesOf((await this.runJob({ ...job, path })).output);
+    } finally {
+      await unlink(path).catch(() => {});
+    }
+  }
+
+  /** Carries out an upload's processing plan under the same budget (the upload's bytes, copied to a temporary file). */
+  async process(bytes: Uint8Array, job: Omit<ProcessJob, "id" | "path" | "kind">): Promise<ProcessedImage> {
+    const path = join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`);
+    await writeFile(path, bytes, { mode: 0o600 });
+    try {
+      const { processed } = await this.runJob({ ...job, kind: "process", path });
+      if (!processed) throw new DecodeFailed("the decode process made no image");
+      return { ...processed, bytes: new Uint8Array(processed.bytes), thumbnail: bytesOf(processed.thumbnail) };
     } finally {
       await unlink(path).catch(() => {});
     }
@@ -188,7 +217,7 @@ export class DecoderPool {
     const temporary = input instanceof Uint8Array ? join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`) : null;
     if (temporary) await writeFile(temporary, input as Uint8Array, { mode: 0o600 });
     try {
-      const output = await this.runJob({ ...job, kind: "variant", path: temporary ?? (input as { file: string }).file });
+      const output = bytesOf((await this.runJob({ ...job, kind: "variant", path: temporary ?? (input as { file: string }).file })).output);
       if (!output) throw new DecodeFailed("the decode process made no variant");
       return output;
     } finally {
@@ -196,7 +225,7 @@ export class DecoderPool {
     }
   }
 
-  private async runJob(job: WithoutId<DecodeJob>): Promise<Uint8Array | null> {
+  private async runJob(job: WithoutId<DecodeJob>): Promise<Output> {
     const worker = await this.take();
     try {
       return await worker.run(job, ++this.nextId, this.budgetSeconds);

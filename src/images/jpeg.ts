@@ -64,3 +64,47 @@ function entropyEnd(b: Uint8Array, pos: number): number {
     return next - 1;
   }
 }
+
+/** The IJG (libjpeg) standard luminance quantization table, the one encoders scale by quality. */
+const IJG_LUMINANCE = [
+  16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56, 14, 17, 22, 29, 51, 87, 80, 62, 18, 22,
+  37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99,
+];
+const DQT = 0xdb;
+
+/** The sum of the IJG luminance table scaled to quality q (1-100), as libjpeg's jpeg_quality_scaling does it. */
+const scaledSum = (q: number) => {
+  const scale = q < 50 ? Math.floor(5000 / q) : 200 - q * 2;
+  let sum = 0;
+  for (const v of IJG_LUMINANCE) sum += Math.min(255, Math.max(1, Math.floor((v * scale + 50) / 100)));
+  return sum;
+};
+const SCALED_SUMS = Array.from({ length: 100 }, (_, i) => scaledSum(i + 1));
+
+/**
+ * The quality (1-100) a JPEG was most likely saved at: its luminance table (table 0) compared, by the sum of its 64
+ * entries (independent of their order), with the IJG table scaled to each quality; the closest wins. Read from the
+ * header, without decoding. Null when the stream has no table 0. An encoder with tables of its own (some cameras)
+ * gets the quality whose IJG table is closest, which is what "above a quality" can mean for it.
+ */
+export function jpegQuality(b: Uint8Array): number | null {
+  for (const segment of jpegSegments(b)) {
+    if (segment.marker === SOS || segment.marker === EOI) return null;
+    if (segment.marker !== DQT) continue;
+    for (let pos = segment.start; pos < Math.min(segment.end, b.length); ) {
+      const precision = b[pos]! >> 4;
+      const id = b[pos]! & 0x0f;
+      const bytes = precision ? 128 : 64;
+      if (pos + 1 + bytes > b.length) return null;
+      if (id === 0) {
+        let sum = 0;
+        for (let i = 0; i < 64; i++) sum += precision ? (b[pos + 1 + 2 * i]! << 8) | b[pos + 2 + 2 * i]! : b[pos + 1 + i]!;
+        let best = 1;
+        for (let q = 1; q <= 100; q++) if (Math.abs(SCALED_SUMS[q - 1]! - sum) < Math.abs(SCALED_SUMS[best - 1]! - sum)) best = q;
+        return best;
+      }
+      pos += 1 + bytes;
+    }
+  }
+  return null;
+}

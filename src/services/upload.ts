@@ -8,6 +8,7 @@ import { describeContent, type Extension, formats, isSupportedExtension, mimeAli
 import { DecodeOverBudget } from "../images/decoder.ts";
 import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../images/inspect.ts";
 import { applyMetadataPolicy } from "../images/metadata.ts";
+import { planProcessing } from "../images/process.ts";
 import { decoders, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
 import type { Caller } from "./caller.ts";
@@ -18,7 +19,7 @@ import { capacityKbOf } from "./profile.ts";
 import { reviewContent } from "./review.ts";
 import { usableStrategiesOf } from "./lookup-cache.ts";
 import { randomToken } from "./secrets.ts";
-import { logFor } from "../observability/log.ts";
+import { type Logger, logFor } from "../observability/log.ts";
 import { metricsFor, type RefusalReason, tagRefusal } from "../observability/metrics.ts";
 
 export interface UploadInput {
@@ -140,7 +141,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
       uploader: caller.kind === "user" ? caller.user.username : `guest@${input.ip}`,
     });
     step = "format";
-    const objects = await metrics.timeDecode("thumbnail", () => prepareObjects(upload, inspection, group, now, subject));
+    const objects = await metrics.timeDecode("thumbnail", () => prepareObjects(upload, inspection, group, now, subject, logFor(deps)));
     step = "storage_failure";
     const stored = await storeWithFallback(deps, { ...input, expiredAt }, subject, now, objects, strategy);
     metrics.uploadsAccepted.inc({ caller: caller.kind === "guest" ? "guest" : caller.tokenKind });
@@ -271,9 +272,11 @@ function checkRetention(group: Group, expiredAt: Date | undefined, now: Date): D
 
 /** The objects to store: the file under a fresh unguessable name, and its thumbnail when it needs one. */
 interface Objects {
-  /** The upload as it is stored: its bytes and size after the group's metadata policy (what is hashed, charged and served). */
+  /** The upload as it is stored: its bytes, size, format after the group's metadata policy and processing (what is hashed, charged and served). */
   upload: Upload;
-  inspection: Inspection;
+  /** Its dimensions as stored. */
+  width: number;
+  height: number;
   name: string;
   path: string;
   thumbnail: { path: string; bytes: Uint8Array } | null;
@@ -282,31 +285,51 @@ interface Objects {
 }
 
 /**
- * One decode (proves the image whole, yields the thumbnail) and the hashes, from the same buffer. Decoding an
- * image larger than the thumbnail box waits its turn in the fair queue, so one caller's images cannot starve
+ * What is stored of an accepted upload, and its thumbnail. First the group's metadata policy (issue 17 §1): lossless
+ * surgery, after every check (decided on the upload as sent) and before anything is decoded, hashed or stored, so the
+ * same input always gives the same stored bytes. Then, when the group processes uploads (§2) and this one needs it,
+ * one job decodes it (which proves it whole), processes it and makes the thumbnail of the result; should that job
+ * fail or overrun its budget, the upload is judged and stored as it is, by the usual decode. Otherwise that one decode
+ * proves the image whole and yields the thumbnail (a WebP re-encode by sharp, which writes no EXIF or XMP). Decoding
+ * an image larger than the thumbnail box waits its turn in the fair queue, so one caller's images cannot starve
  * another's; an image that is its own thumbnail is cheap and goes straight through.
  */
-async function prepareObjects(sent: Upload, inspection: Inspection, group: Group, now: Date, subject: string): Promise<Objects> {
-  // The group's metadata policy (issue 17 §1), after every check (decided on the upload as sent) and before anything
-  // is decoded, hashed or stored: lossless surgery, so the stored bytes decode to the same pixels and dimensions, and
-  // the same input always gives the same stored bytes. The thumbnail is decoded from them (a WebP re-encode by sharp,
-  // which writes no EXIF or XMP).
+async function prepareObjects(sent: Upload, inspection: Inspection, group: Group, now: Date, subject: string, log: Logger): Promise<Objects> {
   const stripped = applyMetadataPolicy(sent.bytes, sent.mimetype, group.metadata);
-  const upload: Upload = stripped.changed ? { ...sent, bytes: stripped.bytes, size: stripped.bytes.byteLength } : sent;
-  const refuse = (e: Error): never => {
-    if (e instanceof DecodeOverBudget) throw badRequest(`The image takes more than ${e.seconds} seconds to decode.`);
-    throw notAValidImage(upload);
-  };
-  const job = { size: { width: inspection.width, height: inspection.height }, mimetype: upload.mimetype, maxPixels: group.maxPixels };
-  const thumbnail = isSmall(inspection)
-    ? await decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch(refuse)
-    : await imageWork.run(subject, () => decoders.decode(upload.bytes, job).catch(refuse));
+  let upload: Upload = stripped.changed ? { ...sent, bytes: stripped.bytes, size: stripped.bytes.byteLength } : sent;
+  let size = { width: inspection.width, height: inspection.height };
+  let thumbnail: Uint8Array | null | undefined;
+  const plan = planProcessing(group, { ...upload, ...size, pages: inspection.pages }, !stripped.removed.includes("unparsed"));
+  if (plan) {
+    const processed = await imageWork
+      .run(subject, () => decoders.process(upload.bytes, { plan, maxPixels: group.maxPixels }))
+      .catch((e: Error) => {
+        if (e instanceof AppError) throw e; // the fair queue's refusal (busy)
+        log.warn({ err: e.message, steps: plan.steps, format: plan.format }, "upload: processing failed; the upload is stored as it is");
+        return null;
+      });
+    if (processed && !(plan.onlyIfSmaller && processed.bytes.byteLength >= upload.size)) {
+      upload = { ...upload, bytes: processed.bytes, size: processed.bytes.byteLength, mimetype: processed.mimetype, extension: processed.extension as Extension };
+      size = { width: processed.width, height: processed.height };
+      thumbnail = processed.thumbnail;
+    }
+  }
+  if (thumbnail === undefined) {
+    const refuse = (e: Error): never => {
+      if (e instanceof DecodeOverBudget) throw badRequest(`The image takes more than ${e.seconds} seconds to decode.`);
+      throw notAValidImage(upload);
+    };
+    const job = { size: inspection, mimetype: upload.mimetype, maxPixels: group.maxPixels };
+    thumbnail = isSmall(inspection)
+      ? await decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch(refuse)
+      : await imageWork.run(subject, () => decoders.decode(upload.bytes, job).catch(refuse));
+  }
   const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
   const stem = randomToken(15); // 120 bits
   const name = `${stem}.${upload.extension}`;
   return {
     upload,
-    inspection,
+    ...size,
     name,
     path: `${date}/${name}`,
     thumbnail: thumbnail ? { path: `thumbnails/${date}/${stem}.webp`, bytes: thumbnail } : null,
@@ -389,8 +412,8 @@ async function storeAndRecord(
           size: upload.size,
           mimetype: upload.mimetype,
           extension: upload.extension,
-          width: objects.inspection.width,
-          height: objects.inspection.height,
+          width: objects.width,
+          height: objects.height,
           md5: objects.md5,
           sha1: objects.sha1,
           isPublic: input.isPublic,

@@ -30,6 +30,11 @@ const GROUP_FIELDS = {
   review_timeout_ms: "int",
   review_fail_open: "bool",
   metadata: "string",
+  convert_format: "nullable_string",
+  convert_quality: "int",
+  max_width: "nullable_int",
+  max_height: "nullable_int",
+  jpeg_max_quality: "nullable_int",
   strategy_ids: "int_list",
 } satisfies Record<keyof GroupInput, FieldType>;
 
@@ -78,6 +83,9 @@ export const groupCommands: CommandGroup = {
           "            --retention-max-seconds (integer or null); --review-provider none|webhook;",
           "            --review-webhook-url <url|null>; --allowed-extensions jpg,png,...; --strategy-ids 2,1;",
           "            --metadata keep|strip_location|strip_all (what of an upload's metadata is stored);",
+          "            processing on upload: --convert-format webp|avif|jpeg|null, --convert-quality 1-100,",
+          "            --max-width, --max-height (integer or null: downscale anything larger),",
+          "            --jpeg-max-quality 1-100|null (re-encode JPEGs above that quality);",
           "            --name <name>",
         ],
       },

@@ -5,6 +5,7 @@ import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
 import { METADATA_POLICIES } from "../../images/metadata.ts";
+import { CONVERT_FORMATS } from "../../images/process.ts";
 import { GROUP_STRATEGIES_MAX } from "../../db/repositories/strategies.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
@@ -79,6 +80,37 @@ export const metadataPolicy = z.enum(METADATA_POLICIES).openapi({
   example: "strip_location",
 });
 
+/** The processing-on-upload fields (issue 17 §2), beside `metadata`. */
+const processing = {
+  convert_format: z.enum(CONVERT_FORMATS).nullable().openapi({
+    description:
+      "Processing on upload (off while this, `max_width`, `max_height` and `jpeg_max_quality` are all null): convert every upload in another format to " +
+      "this one at `convert_quality`. An animation (GIF or WebP of several frames) converts only to `webp` (animated); to `avif` or `jpeg` it keeps " +
+      "its own format, never only its first frame. An upload already in this format is not re-encoded for the conversion's sake. Refusals (format, " +
+      "size, pixels) are decided on the upload as sent, before any processing; the response (`mimetype`, `extension`, `name`, `pathname`, `url`, " +
+      "`size`, dimensions, hashes) describes the stored result, `origin_name` stays the uploaded name. null: no conversion.",
+    example: "webp",
+  }),
+  convert_quality: z.number().int().min(1).max(100).openapi({
+    description: "Quality (1-100) of a conversion, and of a WebP or AVIF re-encoded because it was downscaled. Default 80.",
+    example: 80,
+  }),
+  max_width: z.number().int().min(1).max(INT4_MAX).nullable().openapi({
+    description: "Downscale (never enlarge) an upload wider than this, keeping its aspect ratio (every frame of an animation). null: no bound.",
+    example: 2560,
+  }),
+  max_height: z.number().int().min(1).max(INT4_MAX).nullable().openapi({
+    description: "Downscale (never enlarge) an upload taller than this, keeping its aspect ratio. null: no bound.",
+    example: 2560,
+  }),
+  jpeg_max_quality: z.number().int().min(1).max(100).nullable().openapi({
+    description:
+      "Re-encode a JPEG whose quality, estimated from its quantization tables, is above this, at this quality; kept only when smaller than the " +
+      "JPEG as sent (unless it is also downscaled). With `convert_format: jpeg`, `convert_quality` caps it too. null: no quality cap.",
+    example: 85,
+  }),
+};
+
 /** Limits are stored as PostgreSQL `integer`. */
 const nullableLimit = z.number().int().min(1).max(INT4_MAX).nullable();
 
@@ -104,6 +136,7 @@ export const GroupInput = z
     review_timeout_ms: z.number().int().min(100).max(60_000),
     review_fail_open: z.boolean().openapi({ description: "Accept the image when the review webhook fails or times out" }),
     metadata: metadataPolicy,
+    ...processing,
     strategy_ids: z
       .array(z.number().int().positive().max(INT4_MAX))
       .max(GROUP_STRATEGIES_MAX, `A group lists at most ${GROUP_STRATEGIES_MAX} strategies`)
@@ -136,6 +169,7 @@ export const Group = z
     review_timeout_ms: z.number().int(),
     review_fail_open: z.boolean(),
     metadata: metadataPolicy,
+    ...processing,
     strategy_ids: z.array(z.number().int()),
   })
   .openapi("Group");
