@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { S3Client } from "bun";
 import { sql } from "drizzle-orm";
 import sharp from "sharp";
+import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
+import { sweepExpired } from "../src/services/sweeper.ts";
 import { type LocalS3, startLocalS3 } from "./support/s3rver.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeNoisyJpeg } from "./support/images.ts";
@@ -19,6 +21,7 @@ let s3: LocalS3;
 let endpoint: string;
 let bucket: S3Client;
 let user: TestUser;
+let strategyId: number;
 const PUBLIC = "https://cdn.example.com/images";
 
 beforeAll(async () => {
@@ -30,6 +33,7 @@ beforeAll(async () => {
     driver: "s3",
     config: s3.strategyConfig("site-v", PUBLIC),
   });
+  strategyId = strategy.id;
   const group = await ctx.admin("POST", "/api/admin/groups", { name: "variants on s3", strategy_ids: [strategy.id] });
   user = await ctx.createUser({ group_id: group.id });
 });
@@ -92,5 +96,38 @@ describe("variants on an S3 strategy", () => {
     const res = await ctx.request(`/i/${d.pathname}?w=160&format=webp`, { headers: { "x-forwarded-for": "198.51.100.41" } });
     expect(res.status).toBe(404);
     expect(await variantKeys()).toEqual([]);
+  });
+
+  test("expiry removes the variant objects from the bucket with the image", async () => {
+    const expires = new Date(ctx.now().getTime() + 30_000).toISOString();
+    const d = expectStatus(await ctx.upload(user.token, { bytes: await makeNoisyJpeg(800, 600), filename: "exp.jpg", contentType: "image/jpeg" }, { expired_at: expires }), 200).data;
+    const res = await ctx.request(`/i/${d.pathname}?w=160&format=webp`, { headers: { "x-forwarded-for": "198.51.100.42" } });
+    expect(res.status).toBe(302);
+    const key = new URL(res.headers.get("location")!).pathname.slice("/images/".length);
+    expect(await bucket.file(key).exists()).toBe(true);
+    ctx.advance(31_000);
+    expect((await ctx.request(`/i/${d.pathname}?w=160&format=webp`, { headers: { "x-forwarded-for": "198.51.100.42" } })).status).toBe(404);
+    expect(await sweepExpired(ctx.deps)).toBeGreaterThanOrEqual(1);
+    expect(await bucket.file(key).exists()).toBe(false);
+    expect(await bucket.file(`site-v/${d.pathname}`).exists()).toBe(false);
+  });
+
+  test("the reconciler keeps a live variant object and quarantines a variant object no row names", async () => {
+    const d = expectStatus(await ctx.upload(user.token, { bytes: await makeNoisyJpeg(800, 600), filename: "rec.jpg", contentType: "image/jpeg" }), 200).data;
+    const res = await ctx.request(`/i/${d.pathname}?w=320&format=webp`, { headers: { "x-forwarded-for": "198.51.100.43" } });
+    expect(res.status).toBe(302);
+    const live = new URL(res.headers.get("location")!).pathname.slice("/images/".length);
+    const orphan = `variants/2026/01/02/${"B".repeat(20)}_320_abcdefgh.webp`;
+    await bucket.write(`site-v/${orphan}`, "leftover");
+    ctx.advance(2 * RECONCILE_GRACE_SECONDS * 1000);
+    const report = await ctx.admin("POST", "/api/admin/storage/reconcile");
+    const location = report.locations.find((l: any) => l.strategies.some((s: any) => s.id === strategyId));
+    expect(location.orphans).toEqual([orphan]);
+    expect(await bucket.file(live).exists()).toBe(true);
+    expect(await bucket.file(`site-v/${orphan}`).exists()).toBe(false);
+    // the live variant still answers
+    const again = await ctx.request(`/i/${d.pathname}?w=320&format=webp`, { headers: { "x-forwarded-for": "198.51.100.43" } });
+    expect(again.status).toBe(302);
+    expect(new URL(again.headers.get("location")!).pathname.slice("/images/".length)).toBe(live);
   });
 });

@@ -6,6 +6,7 @@ import sharp from "sharp";
 import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { COLD_PER_MINUTE, LADDER, parseVariantQuery, variantsFor } from "../src/services/variants.ts";
+import { decoders } from "../src/services/work-queue.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
@@ -401,5 +402,34 @@ describe("cached variants are served like originals", () => {
     const rows = (await rowsOf(up));
     expect(rows.length).toBe(1);
     expect(existsSync(join(root, rows[0]!.path))).toBe(true);
+  });
+
+  test("a variant that cannot be made (a corrupt original) is a 400, remembered: asking again from other addresses costs no decode", async () => {
+    const up = await upload(await makeNoisyJpeg(800, 600), "broken.jpg", "image/jpeg");
+    const file = join(root, up.pathname);
+    const bytes = new Uint8Array(await Bun.file(file).arrayBuffer());
+    writeFileSync(file, bytes.subarray(0, Math.floor(bytes.length * 0.6))); // damaged on disk after the upload
+    const original = decoders.variant;
+    let decodes = 0;
+    decoders.variant = (...args: Parameters<typeof original>) => {
+      decodes++;
+      return original.apply(decoders, args);
+    };
+    try {
+      const path = `${new URL(up.url).pathname}?w=320&format=webp`;
+      const first = await get(path);
+      expect(first.status).toBe(400);
+      expect((await first.json()).message).toContain("could not be made");
+      expect(decodes).toBe(1);
+      for (let i = 0; i < 5; i++) {
+        const again = await get(path);
+        expect(again.status).toBe(400);
+        await again.arrayBuffer();
+      }
+      expect(decodes).toBe(1);
+      expect(await rowsOf(up)).toEqual([]);
+    } finally {
+      decoders.variant = original;
+    }
   });
 });

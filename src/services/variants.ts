@@ -129,6 +129,9 @@ export function resolveVariant(source: VariantSource, query: VariantQuery, accep
 export const variantKey = (imageId: number, width: number, format: VariantFormat) => `${imageId}:${width}:${format}`;
 export const variantMime = (format: VariantFormat) => MIME[format];
 
+const FAILURE_MS = 10 * 60_000;
+const FAILURES_MAX = 10_000;
+
 /** A fixed one-minute window per address bucket, per instance. */
 class ColdBudget {
   private readonly windows = new Map<string, { start: number; count: number }>();
@@ -161,6 +164,12 @@ class ColdBudget {
 export class Variants {
   private readonly inFlight = new Map<string, Promise<VariantRow>>();
   readonly budget = new ColdBudget(COLD_PER_MINUTE);
+  /**
+   * Variants that could not be made (the decoder refused the original, the budget ran out, the result was too large):
+   * answered with the same 400 for FAILURE_MS without another decode, so that asking again — from any number of
+   * addresses — costs nothing. Per instance, at most FAILURES_MAX entries (the oldest go first).
+   */
+  private readonly failures = new Map<string, { until: number; error: AppError }>();
 
   constructor(private readonly deps: Deps) {}
 
@@ -169,6 +178,9 @@ export class Variants {
     const key = variantKey(source.image.id, width, format);
     const running = this.inFlight.get(key);
     if (running) return running;
+    const failed = this.failures.get(key);
+    if (failed && failed.until > Date.now()) throw failed.error;
+    if (failed) this.failures.delete(key);
     const found = await findVariant(this.deps.db, source.image.id, width, format);
     if (found) return found;
     const again = this.inFlight.get(key); // started while we looked
@@ -180,9 +192,19 @@ export class Variants {
         "retry-after": String(wait),
       });
     }
-    const made = this.generate(source, width, format, `ip:${bucket}`).finally(() => this.inFlight.delete(key));
+    const made = this.generate(source, width, format, `ip:${bucket}`)
+      .catch((e) => {
+        if (e instanceof AppError && e.status === 400) this.remember(key, e);
+        throw e;
+      })
+      .finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, made);
     return made;
+  }
+
+  private remember(key: string, error: AppError) {
+    if (this.failures.size >= FAILURES_MAX) this.failures.delete(this.failures.keys().next().value!);
+    this.failures.set(key, { until: Date.now() + FAILURE_MS, error });
   }
 
   /** The row's object is gone (removed by hand, lost): the row is dropped, and the next request makes it again. */
