@@ -17,8 +17,11 @@
  *   ICCP, GIF ICCRGBG1012), JFIF density, the Adobe APP14 colour transform, PNG sRGB/gAMA/cHRM/cICP/sBIT/tRNS/bKGD/
  *   pHYs and animation chunks, GIF looping (NETSCAPE2.0/ANIMEXTS1.0), graphic control and plain-text extensions.
  *
- * AVIF and TIFF are stored as sent under every policy (`unparsed` in `removed`): their metadata sits at offsets other
- * structures point to, and a re-encode would not be lossless. A file this module cannot walk is stored as sent too.
+ * AVIF (HEIF) metadata sits in items that a location table (`iloc`) points into: it is overwritten in place, at the
+ * same length, so no offset moves and the coded image is untouched (the Exif item cleaned as above and padded with
+ * zeros; XMP and other `mime` items blanked). TIFF is stored as sent under every policy (`unparsed` in `removed`): its
+ * metadata and its pixels share one web of offsets, and a re-encode would not be stripping. A file this module cannot
+ * walk is stored as sent too.
  */
 import { EOI, jpegSegments, SOS } from "./jpeg.ts";
 
@@ -51,6 +54,9 @@ export function applyMetadataPolicy(bytes: Uint8Array, mimetype: string, policy:
         break;
       case "image/gif":
         out = stripGif(bytes, policy, removed);
+        break;
+      case "image/avif":
+        out = stripHeif(bytes, policy, removed);
         break;
       default:
         out = null;
@@ -465,4 +471,159 @@ function stripGif(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): 
     }
   }
   return null; // no trailer: leave the file as sent
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// AVIF (HEIF): items overwritten in place
+
+interface Box {
+  type: string;
+  /** Where its payload starts (after the header) and where the box ends. */
+  start: number;
+  end: number;
+}
+
+function* heifBoxes(b: Uint8Array, start: number, end: number): Generator<Box> {
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let pos = start;
+  while (pos + 8 <= end) {
+    let size = view.getUint32(pos);
+    let header = 8;
+    if (size === 1) {
+      if (pos + 16 > end) throw new Error("truncated box");
+      size = Number(view.getBigUint64(pos + 8));
+      header = 16;
+    } else if (size === 0) size = end - pos;
+    if (size < header || pos + size > end) throw new Error("box out of range");
+    yield { type: ascii(b, pos + 4, 4), start: pos + header, end: pos + size };
+    pos += size;
+  }
+  if (pos !== end) throw new Error("trailing bytes in a box");
+}
+
+/** Reads big-endian unsigned integers of 0, 2, 4 or 8 bytes, in order, inside [pos, end). */
+class Reader {
+  constructor(
+    private readonly b: Uint8Array,
+    public pos: number,
+    private readonly end: number,
+  ) {}
+  uint(bytes: number): number {
+    if (this.pos + bytes > this.end) throw new Error("truncated box");
+    let v = 0;
+    for (let i = 0; i < bytes; i++) v = v * 256 + this.b[this.pos + i]!;
+    this.pos += bytes;
+    return v;
+  }
+  cstring(): string {
+    const zero = this.b.indexOf(0, this.pos);
+    if (zero < 0 || zero >= this.end) throw new Error("unterminated string");
+    const text = ascii(this.b, this.pos, zero - this.pos);
+    this.pos = zero + 1;
+    return text;
+  }
+}
+
+interface Extent {
+  offset: number;
+  length: number;
+}
+
+const EMPTY_XMP = '<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"/><?xpacket end="w"?>';
+
+function stripHeif(input: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
+  const top = [...heifBoxes(input, 0, input.length)];
+  if (top[0]?.type !== "ftyp") return null;
+  const meta = top.find((box) => box.type === "meta");
+  if (!meta) return input;
+  const children = [...heifBoxes(input, meta.start + 4, meta.end)]; // meta is a FullBox
+  const iinf = children.find((box) => box.type === "iinf");
+  const iloc = children.find((box) => box.type === "iloc");
+  const idat = children.find((box) => box.type === "idat");
+  if (!iinf || !iloc) return input;
+
+  // iinf: item id → item type (and content type for `mime`)
+  const items = new Map<number, { type: string; contentType: string }>();
+  const info = new Reader(input, iinf.start, iinf.end);
+  const iinfVersion = info.uint(1);
+  info.uint(3);
+  info.uint(iinfVersion === 0 ? 2 : 4);
+  for (const infe of heifBoxes(input, info.pos, iinf.end)) {
+    if (infe.type !== "infe") continue;
+    const r = new Reader(input, infe.start, infe.end);
+    const version = r.uint(1);
+    r.uint(3);
+    if (version < 2) continue; // versions 0 and 1 carry no item type
+    const id = r.uint(version === 2 ? 2 : 4);
+    r.uint(2); // protection index
+    const type = ascii(input, r.pos, 4);
+    r.pos += 4;
+    r.cstring(); // item name
+    items.set(id, { type, contentType: type === "mime" ? r.cstring() : "" });
+  }
+
+  // iloc: item id → extents, as offsets in the file
+  const extents = new Map<number, Extent[]>();
+  const loc = new Reader(input, iloc.start, iloc.end);
+  const version = loc.uint(1);
+  loc.uint(3);
+  const sizes = loc.uint(1);
+  const offsetSize = sizes >> 4;
+  const lengthSize = sizes & 15;
+  const more = loc.uint(1);
+  const baseOffsetSize = more >> 4;
+  const indexSize = version === 1 || version === 2 ? more & 15 : 0;
+  const count = loc.uint(version < 2 ? 2 : 4);
+  for (let i = 0; i < count; i++) {
+    const id = loc.uint(version < 2 ? 2 : 4);
+    const method = version === 1 || version === 2 ? loc.uint(2) & 15 : 0;
+    loc.uint(2); // data reference index
+    const base = loc.uint(baseOffsetSize);
+    const n = loc.uint(2);
+    const list: Extent[] = [];
+    for (let e = 0; e < n; e++) {
+      loc.uint(indexSize);
+      const offset = loc.uint(offsetSize);
+      const length = loc.uint(lengthSize);
+      if (method === 0) list.push({ offset: base + offset, length });
+      else if (method === 1 && idat) list.push({ offset: idat.start + base + offset, length });
+      else list.push({ offset: -1, length });
+    }
+    extents.set(id, list);
+  }
+
+  const out = input.slice();
+  for (const [id, item] of items) {
+    const isExif = item.type === "Exif";
+    const isMeta = item.type === "mime" || item.type === "uri ";
+    if (!isExif && !isMeta) continue;
+    const parts = extents.get(id) ?? [];
+    if (parts.some((p) => p.offset < 0 || p.length === 0 || p.offset + p.length > input.length)) throw new Error("an item outside the file");
+    const payload = concat(parts.map((p) => input.subarray(p.offset, p.offset + p.length)));
+    let replacement: Uint8Array;
+    if (isExif) {
+      if (payload.length < 4) throw new Error("short Exif item");
+      const tiffStart = 4 + new DataView(payload.buffer, payload.byteOffset).getUint32(0);
+      if (tiffStart >= payload.length) throw new Error("Exif item offset out of range");
+      const tiff = payload.subarray(tiffStart);
+      const cleaned = cleanExif(tiff, policy, removed) ?? new Uint8Array(0);
+      if (cleaned.length > tiff.length) throw new Error("cleaned EXIF larger than the item");
+      replacement = payload.slice();
+      replacement.fill(0, tiffStart);
+      replacement.set(cleaned, tiffStart);
+      // an empty TIFF structure rather than zeros, so readers see no EXIF rather than a broken one
+      if (cleaned.length === 0 && tiff.length >= 14) replacement.set([0x4d, 0x4d, 0x00, 0x2a, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0], tiffStart);
+    } else {
+      const xmp = item.contentType === "application/rdf+xml";
+      removed.add(xmp ? "XMP" : `item ${item.contentType || item.type.trim()}`);
+      replacement = new Uint8Array(payload.length);
+      if (xmp && payload.length >= EMPTY_XMP.length) replacement.fill(0x20).set(new TextEncoder().encode(EMPTY_XMP));
+    }
+    let at = 0;
+    for (const p of parts) {
+      out.set(replacement.subarray(at, at + p.length), p.offset);
+      at += p.length;
+    }
+  }
+  return out;
 }

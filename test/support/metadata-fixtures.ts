@@ -52,7 +52,7 @@ function noise(width: number, height: number, seed = 4242): Buffer {
   return raw;
 }
 
-export type PhoneFormat = "jpeg" | "png" | "webp";
+export type PhoneFormat = "jpeg" | "png" | "webp" | "avif";
 
 /** A phone-like photo: EXIF with GPS, XMP with a location, orientation 6 (rotate 90° to view), a Display P3 profile. */
 export async function phonePhoto(format: PhoneFormat, width = 640, height = 480, options: { orientation?: number } = {}): Promise<Uint8Array> {
@@ -61,6 +61,6 @@ export async function phonePhoto(format: PhoneFormat, width = 640, height = 480,
     .withExif(PHONE_EXIF)
     .withXmp(PHONE_XMP)
     .withMetadata({ orientation: options.orientation ?? 6 });
-  const out = format === "jpeg" ? base.jpeg({ quality: 90 }) : format === "png" ? base.png() : base.webp({ quality: 90 });
+  const out = format === "jpeg" ? base.jpeg({ quality: 90 }) : format === "png" ? base.png() : format === "webp" ? base.webp({ quality: 90 }) : base.avif({ quality: 60 });
   return new Uint8Array(await out.toBuffer());
 }

@@ -74,8 +74,9 @@ export const metadataPolicy = z.enum(METADATA_POLICIES).openapi({
     "removes the EXIF GPS position, XMP packets, IPTC/Photoshop blocks, C2PA/JUMBF boxes, multi-picture data and anything after " +
     "the end of the image; the rest of the EXIF stays. `strip_all`: also the rest of the EXIF (camera and lens serials, maker " +
     "notes, dates, owner names, embedded previews), comments and text chunks. Both keep the orientation and the ICC profile. " +
-    "JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically). AVIF and TIFF " +
-    "cannot be stripped losslessly here and are stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity " +
+    "JPEG, PNG, WebP and GIF are stripped losslessly (segments and chunks removed; the pixels decode identically); AVIF is cleaned in " +
+    "place at the same length (the Exif item rewritten, XMP blanked; the coded image untouched). TIFF cannot be stripped losslessly here and is " +
+    "stored as sent under every policy (no re-encode), as is a file that cannot be walked. Refusals (format, size, pixels) are decided on the upload as sent; `size`, `md5`, `sha1`, quotas and capacity " +
     "are of the stored bytes.",
   example: "strip_location",
 });
