@@ -14,6 +14,7 @@ import { humanBytes } from "../src/web/layout.tsx";
 import { ADMIN_TOKEN, BASE_URL, createTestContext, type TestContext } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+import { visitorClass } from "./support/visitor.ts";
 
 let ctx: TestContext;
 let png: Uint8Array;
@@ -37,56 +38,9 @@ async function userWithPassword(overrides: Record<string, unknown> = {}) {
   return { ...user, username, email: `${username}@example.com` };
 }
 
-const formTokenIn = (html: string) => /<meta name="csrf-token" content="([^"]+)"/.exec(html)?.[1];
-
-/** A browser, in-process: keeps the session cookie and the page's form token; sends forms with this site's Origin. */
-class Visitor {
-  cookie: string | undefined;
-  formToken: string | undefined;
-  lastSetCookie: string | null = null;
-  constructor(readonly address = nextAddress()) {}
-
-  private headers(extra: Record<string, string> = {}) {
-    return { accept: "text/html", "x-forwarded-for": this.address, ...(this.cookie ? { cookie: this.cookie } : {}), ...extra };
-  }
-
-  private keep(res: Response) {
-    const set = res.headers.get("set-cookie");
-    this.lastSetCookie = set;
-    if (!set) return;
-    const [pair] = set.split(";");
-    const value = pair!.slice(pair!.indexOf("=") + 1);
-    this.cookie = value && !/Max-Age=0/i.test(set) ? pair : undefined;
-  }
-
-  async get(path: string) {
-    const res = await ctx.request(path, { headers: this.headers(), redirect: "manual" });
-    this.keep(res);
-    const html = res.headers.get("content-type")?.includes("text/html") ? await res.clone().text() : "";
-    this.formToken = formTokenIn(html) ?? this.formToken;
-    return res;
-  }
-
-  /** A form post; `origin` null sends none, `formToken` null leaves the field out. */
-  async post(path: string, fields: Record<string, string> = {}, options: { origin?: string | null; formToken?: string | null; headers?: Record<string, string> } = {}) {
-    const { origin = BASE_URL, formToken = this.formToken, headers = {} } = options;
-    const body = new URLSearchParams({ ...(formToken ? { _csrf: formToken } : {}), ...fields });
-    const res = await ctx.request(path, {
-      method: "POST",
-      headers: this.headers({ "content-type": "application/x-www-form-urlencoded", ...(origin ? { origin } : {}), ...headers }),
-      body: body.toString(),
-      redirect: "manual",
-    });
-    this.keep(res);
-    return res;
-  }
-
-  async signIn(login: string, password = PASSWORD) {
-    const res = await this.post("/user/login", { login, password }, { formToken: null });
-    if (res.status === 303 && this.cookie) await this.get("/user/dashboard"); // reads the form token
-    return res;
-  }
-}
+/** A browser, in-process (test/support/visitor.ts), on this file's app. */
+const Visitor = visitorClass(() => ctx, nextAddress);
+type Visitor = InstanceType<typeof Visitor>;
 
 async function signedIn(user?: Awaited<ReturnType<typeof userWithPassword>>) {
   const u = user ?? (await userWithPassword());

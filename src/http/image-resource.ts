@@ -1,4 +1,4 @@
-import { type ImageRow, listImagesForOwner } from "../db/repositories/images.ts";
+import { type AlbumFilter, countImagesForOwner, type ImageRow, listImagesForOwner } from "../db/repositories/images.ts";
 import { getUser, type User } from "../db/repositories/users.ts";
 import type { Deps } from "../deps.ts";
 import type { Strategy } from "../db/repositories/strategies.ts";
@@ -59,12 +59,11 @@ export type ImageResource = ReturnType<typeof toImageResource>;
  * A page of the owner's images as GET /images answers it (contract 2.5), newest first, with the account's current
  * count (the caller's account may be up to a second old: authentication lookups are kept that long).
  */
-export async function imagePage(deps: Deps, owner: Pick<User, "id" | "imageNum">, perPage: number, page: number) {
-  const [rows, current] = await Promise.all([
-    listImagesForOwner(deps.db, owner.id, perPage, (page - 1) * perPage),
-    getUser(deps.db, owner.id),
+export async function imagePage(deps: Deps, owner: Pick<User, "id" | "imageNum">, perPage: number, page: number, filter?: AlbumFilter) {
+  const [rows, total] = await Promise.all([
+    listImagesForOwner(deps.db, owner.id, perPage, (page - 1) * perPage, filter),
+    filter ? countImagesForOwner(deps.db, owner.id, filter) : getUser(deps.db, owner.id).then((current) => current?.imageNum ?? owner.imageNum),
   ]);
-  const total = current?.imageNum ?? owner.imageNum;
   return {
     current_page: page,
     last_page: Math.max(1, Math.ceil(total / perPage)),

@@ -4,7 +4,8 @@
  *
  *   /user/login, /user/logout, /user/register   sign-in, sign-out, sign-up (when enabled)
  *   /user/dashboard                              the profile's `url`
- *   /user/images, /user/upload, /user/tokens     images, upload, API tokens
+ *   /user/images, /user/upload, /user/tokens     images (filter by album, move selected), upload, API tokens
+ *   /user/albums                                 create, rename and delete albums
  *   /user/account                                change the password (and revoke the API tokens)
  *
  * Every form post is read by form.ts (64 KB, 30 s, urlencoded or multipart, no control characters).
@@ -16,6 +17,7 @@ import { failure } from "../http/envelope.ts";
 import { logFor } from "../observability/log.ts";
 import type { AppEnv } from "../http/types.ts";
 import * as account from "./account.tsx";
+import * as albums from "./albums.tsx";
 import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
 import * as images from "./images.tsx";
@@ -62,6 +64,7 @@ export function createWebApp() {
   registration.register(web);
   dashboard.register(web);
   images.register(web);
+  albums.register(web);
   upload.register(web);
   tokens.register(web);
   account.register(web);

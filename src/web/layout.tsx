@@ -16,11 +16,12 @@ export const assets = {
   upload: asset("upload.js"),
 };
 
-export type Section = "dashboard" | "images" | "upload" | "tokens" | "account";
+export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "account";
 
 const sections: { id: Section; label: string; href: string }[] = [
   { id: "dashboard", label: "Dashboard", href: `${BASE}/dashboard` },
   { id: "images", label: "Images", href: `${BASE}/images` },
+  { id: "albums", label: "Albums", href: `${BASE}/albums` },
   { id: "upload", label: "Upload", href: `${BASE}/upload` },
   { id: "tokens", label: "API tokens", href: `${BASE}/tokens` },
   { id: "account", label: "Account", href: `${BASE}/account` },

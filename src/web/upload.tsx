@@ -4,6 +4,7 @@
  * the API's.
  */
 import type { Hono } from "hono";
+import { ALBUMS_PER_ACCOUNT } from "../db/repositories/albums.ts";
 import { findImageForOwner } from "../db/repositories/images.ts";
 import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
 import { getStrategy, listUsableStrategies } from "../db/repositories/strategies.ts";
@@ -17,7 +18,7 @@ import { assets, Field, humanBytes, Layout } from "./layout.tsx";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** Albums offered in the upload form at most (by name). */
-const ALBUMS_LISTED = 200;
+const ALBUMS_LISTED = ALBUMS_PER_ACCOUNT;
 
 /** How long the page's upload token lives (never beyond the session): long enough for a batch, short if it leaks. */
 export const PAGE_TOKEN_SECONDS = 15 * 60;

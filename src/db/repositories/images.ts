@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, lte, notInArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, isNull, lte, notInArray, or, sql } from "drizzle-orm";
 import type { Executor, Tx } from "../client.ts";
 import { images, strategies, users } from "../schema.ts";
 
@@ -17,15 +17,31 @@ export async function findImageForOwner(db: Executor, keyOrName: string, ownerId
 }
 
 /** A page of the owner's images with their strategies, newest first; ties broken by id so pages never overlap. */
-export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number) {
+/** Which of an account's images a list shows: all of them, one album's, or those in no album. */
+export type AlbumFilter = { album: number } | { album: null } | undefined;
+
+const ownerAndAlbum = (ownerId: number, filter: AlbumFilter) =>
+  filter === undefined
+    ? eq(images.userId, ownerId)
+    : filter.album === null
+      ? and(eq(images.userId, ownerId), isNull(images.albumId))
+      : and(eq(images.userId, ownerId), eq(images.albumId, filter.album));
+
+export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number, filter?: AlbumFilter) {
   return db
     .select({ image: images, strategy: strategies })
     .from(images)
     .innerJoin(strategies, eq(strategies.id, images.strategyId))
-    .where(eq(images.userId, ownerId))
+    .where(ownerAndAlbum(ownerId, filter))
     .orderBy(desc(images.createdAt), desc(images.id))
     .limit(limit)
     .offset(offset);
+}
+
+/** How many of the account's images a filtered list holds (the unfiltered count is the account's counter). */
+export async function countImagesForOwner(db: Executor, ownerId: number, filter: NonNullable<AlbumFilter>): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerAndAlbum(ownerId, filter));
+  return row?.n ?? 0;
 }
 
 /** The image whose object or thumbnail is stored at `path`, with its strategy. */

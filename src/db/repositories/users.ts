@@ -34,15 +34,6 @@ export async function updateUser(db: Executor, id: number, patch: Partial<NewUse
   return row ?? null;
 }
 
-/** Creates an album and keeps the owner's album counter exact, in one transaction. */
-export async function createAlbum(db: Executor, userId: number, name: string): Promise<Album> {
-  return db.transaction(async (tx) => {
-    const [album] = await tx.insert(albums).values({ userId, name }).returning();
-    await tx.update(users).set({ albumNum: sql`${users.albumNum} + 1` }).where(eq(users.id, userId));
-    return album!;
-  });
-}
-
 export async function findAlbumForOwner(db: Executor, albumId: number, ownerId: number): Promise<Album | null> {
   const [row] = await db.select().from(albums).where(eq(albums.id, albumId));
   return row && row.userId === ownerId ? row : null;
