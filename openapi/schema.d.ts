@@ -357,7 +357,7 @@ export interface paths {
         put?: never;
         /**
          * Create an album for a user
-         * @description Creates an album owned by the user; uploads may then name it in `album_id`.
+         * @description Creates an album owned by the user; uploads may then name it in `album_id`. An account holds at most 500 albums (400 beyond).
          */
         post: operations["adminCreateAlbum"];
         delete?: never;
