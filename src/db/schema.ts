@@ -28,6 +28,7 @@ export const settings = pgTable("settings", {
 });
 
 export type ReviewProvider = "none" | "webhook";
+export type UserRole = "user" | "admin";
 /** The format processing on upload converts to (issue 17 §2). */
 export type ConvertFormat = "webp" | "avif" | "jpeg";
 /** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata.ts). */
@@ -119,9 +120,12 @@ export const users = pgTable(
     albumNum: integer("album_num").notNull().default(0),
     registeredIp: text("registered_ip").notNull().default(""),
     passwordHash: text("password_hash"),
+    // issue 18: an administrator may use the admin pages of the site (ADMIN_TOKEN stays what automation uses)
+    role: text("role").$type<UserRole>().notNull().default("user"),
     createdAt: createdAt(),
   },
   (t) => [
+    check("users_role_check", sql`${t.role} in ('user', 'admin')`),
     uniqueIndex("users_username_key").on(t.username),
     uniqueIndex("users_email_key").on(t.email),
     // sign-in by username ignores case
@@ -141,6 +145,8 @@ export const sessions = pgTable(
     secretHash: text("secret_hash").notNull(),
     userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
     ip: text("ip").notNull().default(""),
+    // the browser's User-Agent at sign-in (at most 300 characters), to tell sessions apart on the account page
+    userAgent: text("user_agent").notNull().default(""),
     createdAt: createdAt(),
     lastSeenAt: timestamp("last_seen_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
@@ -224,6 +230,9 @@ export const images = pgTable(
     index("images_thumbnail_path_idx").on(t.thumbnailPath),
     // ascending: scanned backwards it serves "order by created_at desc, id desc" (nulls first), top-N without a sort
     index("images_owner_created_idx").on(t.userId, t.createdAt, t.id),
+    // issue 18: the user center's "largest first" and album views
+    index("images_owner_size_idx").on(t.userId, t.size, t.id),
+    index("images_album_created_idx").on(t.albumId, t.createdAt, t.id).where(sql`${t.albumId} is not null`),
     index("images_expired_at_idx").on(t.expiredAt).where(sql`${t.expiredAt} is not null`),
   ],
 );
@@ -302,4 +311,40 @@ export const pendingRemovals = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index("pending_removals_due_idx").on(t.dueAt), index("pending_removals_strategy_path_idx").on(t.strategyId, t.path)],
+);
+
+/**
+ * Issue 18: every administrative action, by an administrator's session or by ADMIN_TOKEN: who, what, which record,
+ * when and from where. Written in the transaction of the change where there is one.
+ */
+export const auditLog = pgTable(
+  "audit_log",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    // the administrator's account, or null for ADMIN_TOKEN (automation, the CLI)
+    actorUserId: integer("actor_user_id").references(() => users.id, { onDelete: "set null" }),
+    // "alice (user 3)" or "ADMIN_TOKEN", kept as written when the account goes
+    actor: text("actor").notNull(),
+    action: text("action").notNull(),
+    targetType: text("target_type").notNull(),
+    targetId: text("target_id").notNull().default(""),
+    detail: jsonb("detail").$type<Record<string, unknown>>().notNull().default(sql`'{}'::jsonb`),
+    ip: text("ip").notNull().default(""),
+    createdAt: createdAt(),
+  },
+  (t) => [index("audit_log_created_idx").on(t.createdAt, t.id)],
+);
+
+/** Issue 18: one-time links to set a password, made by an administrator; valid for an hour, used once. */
+export const passwordLinks = pgTable(
+  "password_links",
+  {
+    id: serial("id").primaryKey(),
+    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    tokenHash: text("token_hash").notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("password_links_token_hash_key").on(t.tokenHash), index("password_links_user_idx").on(t.userId)],
 );

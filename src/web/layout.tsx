@@ -16,7 +16,7 @@ export const assets = {
   upload: asset("upload.js"),
 };
 
-export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "account";
+export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "integrations" | "account" | "admin";
 
 const sections: { id: Section; label: string; href: string }[] = [
   { id: "dashboard", label: "Dashboard", href: `${BASE}/dashboard` },
@@ -24,6 +24,7 @@ const sections: { id: Section; label: string; href: string }[] = [
   { id: "albums", label: "Albums", href: `${BASE}/albums` },
   { id: "upload", label: "Upload", href: `${BASE}/upload` },
   { id: "tokens", label: "API tokens", href: `${BASE}/tokens` },
+  { id: "integrations", label: "Integrations", href: `${BASE}/integrations` },
   { id: "account", label: "Account", href: `${BASE}/account` },
 ];
 
@@ -70,6 +71,13 @@ export function Layout({ title, signedIn, active, scripts = [], children }: Prop
                       </a>
                     </li>
                   ))}
+                  {signedIn.user.role === "admin" && (
+                    <li>
+                      <a href={`${BASE}/admin`} aria-current={active === "admin" ? "page" : undefined}>
+                        Admin
+                      </a>
+                    </li>
+                  )}
                 </ul>
               </nav>
             )}
