@@ -21,8 +21,15 @@ export const SESSION_MAX_MS = 30 * 86_400_000;
 /** Signs of life are written at most once a minute per session. */
 const TOUCH_EVERY_MS = 60_000;
 
-const absoluteEnd = (session: Pick<Session, "createdAt">) => session.createdAt.getTime() + SESSION_MAX_MS;
-const idleEnd = (session: Pick<Session, "createdAt">, now: Date) => new Date(Math.min(now.getTime() + SESSION_IDLE_MS, absoluteEnd(session)));
+/** An administrator's session ends sooner (issue 18): after 30 minutes without use, 12 hours after sign-in. */
+export const ADMIN_SESSION_IDLE_MS = 30 * 60_000;
+export const ADMIN_SESSION_MAX_MS = 12 * 3_600_000;
+
+type Role = "user" | "admin";
+const limitsOf = (role: Role = "user") => (role === "admin" ? { idle: ADMIN_SESSION_IDLE_MS, max: ADMIN_SESSION_MAX_MS } : { idle: SESSION_IDLE_MS, max: SESSION_MAX_MS });
+const absoluteEnd = (session: Pick<Session, "createdAt">, role?: Role) => session.createdAt.getTime() + limitsOf(role).max;
+const idleEnd = (session: Pick<Session, "createdAt">, now: Date, role?: Role) =>
+  new Date(Math.min(now.getTime() + limitsOf(role).idle, absoluteEnd(session, role)));
 
 /** Sessions one account keeps: a sign-in beyond ends its oldest (by sign-in), with the upload tokens it obtained. */
 export const SESSIONS_PER_ACCOUNT = 20;
@@ -66,8 +73,15 @@ export async function resolveSession(db: Executor, secret: string, now: Date) {
   if (!/^[\w-]{20,100}$/.test(secret)) return null;
   const found = await findLiveSession(db, sha256Hex(secret), now);
   if (!found) return null;
+  const role = found.user.role;
+  // the role's own limits (an account made administrator keeps a session started as a user only within them)
+  const { idle } = limitsOf(role);
+  if (now.getTime() - found.session.lastSeenAt.getTime() >= idle || now.getTime() >= absoluteEnd(found.session, role)) {
+    await deleteSession(db, found.session.id);
+    return null;
+  }
   if (now.getTime() - found.session.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {
-    const expiresAt = idleEnd(found.session, now);
+    const expiresAt = idleEnd(found.session, now, role);
     await touchSession(db, found.session.id, now, expiresAt);
     found.session = { ...found.session, lastSeenAt: now, expiresAt };
   }
