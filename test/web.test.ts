@@ -483,12 +483,14 @@ describe("API tokens page", () => {
     for (let i = 0; i < 50 && !(await lastUsed()); i++) await Bun.sleep(20);
     const first = await lastUsed();
     expect(first).not.toBeNull();
-    expect(await text(await visitor.get("/user/tokens"))).toMatch(/my laptop uploader<\/td><td data-label="Kind">permanent<\/td>.*?data-label="Last used">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d<\/td>/);
+    expect(await text(await visitor.get("/user/tokens"))).toMatch(
+      /my laptop uploader <span class="muted">#\d+<\/span><\/td><td data-label="Kind">permanent<\/td>.*?data-label="Last used"><time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z">\d{4}-\d\d-\d\d \d\d:\d\d UTC<\/time><\/td>/,
+    );
     expectStatus(await profileWith(token), 200);
     await Bun.sleep(50);
     expect((await lastUsed())!.getTime()).toBe(first!.getTime()); // within the minute: not written again
 
-    const revoked = await visitor.post(`/user/tokens/${id}/revoke`);
+    const revoked = await visitor.post(`/user/tokens/${id}/revoke`, { confirmed: "1" });
     expect(revoked.status).toBe(303);
     expect(location(revoked)).toBe("/user/tokens?revoked");
     expectStatus(await profileWith(token), 401);
@@ -499,9 +501,10 @@ describe("API tokens page", () => {
     const { visitor } = await signedIn();
     const other = await userWithPassword();
     const otherId = Number(other.token.split("|")[0]);
-    const res = await visitor.post(`/user/tokens/${otherId}/revoke`);
+    const res = await visitor.post(`/user/tokens/${otherId}/revoke`, { confirmed: "1" });
     expect(res.status).toBe(404);
-    for (const id of ["0", "abc", "99999999999"]) expect((await visitor.post(`/user/tokens/${id}/revoke`)).status).toBe(404);
+    expect((await visitor.post(`/user/tokens/${otherId}/revoke`)).status).toBe(404); // nor its confirmation page
+    for (const id of ["0", "abc", "99999999999"]) expect((await visitor.post(`/user/tokens/${id}/revoke`, { confirmed: "1" })).status).toBe(404);
     expectStatus(await profileWith(other.token), 200);
   });
 
@@ -510,7 +513,8 @@ describe("API tokens page", () => {
     await visitor.get("/user/tokens");
     const plain = await visitor.post("/user/tokens", {});
     expect(newTokenIn(await text(plain))).toBeDefined();
-    expect(await text(await visitor.get("/user/tokens"))).toContain("(no label)");
+    const id = Number(/action="\/user\/tokens\/(\d+)\/revoke"/.exec(await text(await visitor.get("/user/tokens")))![1]);
+    expect(await text(await visitor.get("/user/tokens"))).toMatch(new RegExp(`Token #${id}, created <time datetime="[^"]+">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</time>`));
     const long = await visitor.post("/user/tokens", { label: "x".repeat(101) });
     expect(long.status).toBe(422);
     expect(newTokenIn(await text(long))).toBeUndefined();
@@ -742,7 +746,7 @@ describe("administration of the user center", () => {
     const { user, visitor } = await signedIn();
     expectStatus(await profileWith(user.token), 200); // cached now
     await visitor.get("/user/tokens");
-    const res = await visitor.post(`/user/tokens/${user.token.split("|")[0]}/revoke`);
+    const res = await visitor.post(`/user/tokens/${user.token.split("|")[0]}/revoke`, { confirmed: "1" });
     expect(res.status).toBe(303);
     expectStatus(await profileWith(user.token), 401);
     lookupCacheFor(ctx.deps).clear();

@@ -43,3 +43,11 @@ export function parseDateTime(value: string): Date | null {
   date.setUTCHours(h!, mi! - offset, s || 0, ms);
   return date;
 }
+
+/**
+ * `YYYY-MM-DD HH:MM UTC`: a date as the user center's pages write it inside `<time datetime="ISO">`, in UTC and
+ * saying so; the pages' script rewrites it to the viewer's own time zone (app.js).
+ */
+export function formatUtc(d: Date): string {
+  return `${d.toISOString().slice(0, 10)} ${d.toISOString().slice(11, 16)} UTC`;
+}

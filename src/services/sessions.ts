@@ -3,9 +3,11 @@ import type { Executor } from "../db/client.ts";
 import {
   deleteExpiredSessions,
   deleteSession,
+  deleteSessionOfUser,
   deleteSessionsOfUser,
   findLiveSession,
   insertSession,
+  listLiveSessionsOfUser,
   lockSessionsOfUser,
   type Session,
   touchSession,
@@ -34,12 +36,20 @@ const idleEnd = (session: Pick<Session, "createdAt">, now: Date, role?: Role) =>
 /** Sessions one account keeps: a sign-in beyond ends its oldest (by sign-in), with the upload tokens it obtained. */
 export const SESSIONS_PER_ACCOUNT = 20;
 
+/** The longest User-Agent kept with a session (characters). */
+export const USER_AGENT_MAX = 300;
+
+/** The browser's User-Agent as a session keeps it: control characters removed, at most USER_AGENT_MAX characters. */
+export function cleanUserAgent(header: string | undefined | null): string {
+  return [...(header ?? "").replace(/\p{Cc}/gu, "").trim()].slice(0, USER_AGENT_MAX).join("").trim();
+}
+
 /**
  * Starts a session for the account: a random secret of 256 bits for the cookie, only its SHA-256 stored. Under the
  * account's lock, in one transaction: its expired sessions are forgotten, the new one is inserted, and those beyond
  * its SESSIONS_PER_ACCOUNT newest end (with the upload tokens they obtained), so concurrent sign-ins cannot overshoot.
  */
-export async function startSession(db: Executor, userId: number, ip: string, now: Date) {
+export async function startSession(db: Executor, userId: number, ip: string, now: Date, userAgent = "") {
   const secret = randomToken(32);
   const session = await db.transaction(async (tx) => {
     await lockSessionsOfUser(tx, userId);
@@ -48,6 +58,7 @@ export async function startSession(db: Executor, userId: number, ip: string, now
       secretHash: sha256Hex(secret),
       userId,
       ip,
+      userAgent: cleanUserAgent(userAgent),
       createdAt: now,
       lastSeenAt: now,
       expiresAt: idleEnd({ createdAt: now }, now),
@@ -89,6 +100,39 @@ export async function resolveSession(db: Executor, secret: string, now: Date) {
 }
 
 export const endSession = (db: Executor, sessionId: number) => deleteSession(db, sessionId);
+
+/** Sessions listed on the Account page at most (an account keeps SESSIONS_PER_ACCOUNT). */
+const SESSIONS_LISTED = SESSIONS_PER_ACCOUNT;
+
+/** The account's live sessions, the most recently used first. */
+export const liveSessionsOf = (db: Executor, userId: number, now: Date) => listLiveSessionsOfUser(db, userId, now, SESSIONS_LISTED);
+
+/** Ends one of the account's own sessions (and the upload tokens it obtained); false when it has no such session. */
+export const endSessionOfUser = (db: Executor, userId: number, sessionId: number) => deleteSessionOfUser(db, sessionId, userId);
+
+/** What a User-Agent says in plain words: "Chrome on Linux", "Safari on iPhone", or "Unknown browser". */
+export function describeUserAgent(ua: string): string {
+  const browser =
+    /\bEdg(e|A|iOS)?\//.test(ua) ? "Edge"
+    : /\b(OPR|Opera)\//.test(ua) ? "Opera"
+    : /\bSamsungBrowser\//.test(ua) ? "Samsung Internet"
+    : /\b(Firefox|FxiOS)\//.test(ua) ? "Firefox"
+    : /\b(HeadlessChrome|Chrome|CriOS|Chromium)\//.test(ua) ? "Chrome"
+    : /\bVersion\/[\d.]+.*\bSafari\//.test(ua) || (/\bAppleWebKit\//.test(ua) && /\b(iPhone|iPad|iPod)\b/.test(ua)) ? "Safari"
+    : null;
+  const system =
+    /\biPhone\b/.test(ua) ? "iPhone"
+    : /\biPad\b/.test(ua) ? "iPad"
+    : /\biPod\b/.test(ua) ? "iPod"
+    : /\bAndroid\b/.test(ua) ? "Android"
+    : /\bWindows\b/.test(ua) ? "Windows"
+    : /\bCrOS\b/.test(ua) ? "ChromeOS"
+    : /\bMac OS X\b|\bMacintosh\b/.test(ua) ? "macOS"
+    : /\bLinux\b|\bX11\b/.test(ua) ? "Linux"
+    : null;
+  if (!browser) return "Unknown browser";
+  return system ? `${browser} on ${system}` : browser;
+}
 
 /**
  * The session's form token (CSRF): derived from the cookie's secret, which a page of another site can neither read

@@ -147,7 +147,7 @@ export function register(web: Hono<WebEnv>) {
       if (e instanceof AppError && e.status === 403) return page(c, { login, next, error: e.message }, 403);
       throw e;
     }
-    const { secret } = await startSession(deps.db, found.user.id, clientIp(c), deps.clock());
+    const { secret } = await startSession(deps.db, found.user.id, clientIp(c), deps.clock(), c.req.header("user-agent"));
     setSessionCookie(c, secret);
     return c.redirect(next, 303);
   });

@@ -145,7 +145,7 @@ export function register(web: Hono<WebEnv>) {
       return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
     }
     accountGate(user, group); // a disabled default group: the account exists, and the error page says why it cannot sign in
-    const { secret } = await startSession(deps.db, user.id, address, deps.clock());
+    const { secret } = await startSession(deps.db, user.id, address, deps.clock(), c.req.header("user-agent"));
     setSessionCookie(c, secret);
     return c.redirect(`${BASE}/dashboard?welcome`, 303);
   });

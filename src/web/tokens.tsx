@@ -4,13 +4,14 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
-import { listActiveTokensForOwner, revokeTokenForOwner } from "../db/repositories/tokens.ts";
+import { findTokenWithOwner, listActiveTokensForOwner, revokeTokenForOwner } from "../db/repositories/tokens.ts";
 import { AppError, notFound } from "../errors.ts";
-import { formatDateTime } from "../http/time.ts";
+import { formatUtc } from "../http/time.ts";
 import { fieldErrors } from "../http/validation.ts";
 import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
 import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken } from "../services/tokens.ts";
+import { UtcTime } from "./account.tsx";
 import { formField, readForm } from "./form.ts";
 import { CopyButton, Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
@@ -38,7 +39,7 @@ interface Shown {
   /** A permanent token just created: its full value, this once. */
   created?: { id: number; token: string; label: string | null };
   /** Temporary tokens just issued, this once. */
-  temporary?: { token: string; expired_at: string }[];
+  temporary?: { token: string; expiredAt: Date }[];
   notice?: string;
   /** A refusal of the whole form (a bound reached). */
   refusal?: string;
@@ -46,21 +47,46 @@ interface Shown {
   values?: { label?: string; num?: string; seconds?: string };
 }
 
-const when = (d: Date | null) => (d ? formatDateTime(d) : "never");
+/**
+ * How a token is named on the page and in the revoke confirmations: its label and id, or, without a label,
+ * "Token #<id>, created <date>" (UTC) so that tokens without one can be told apart.
+ */
+export function tokenName(t: { id: number; label: string | null; createdAt: Date }): string {
+  return t.label ? `“${t.label}” (#${t.id})` : `Token #${t.id}, created ${formatUtc(t.createdAt)}`;
+}
 
 function TokenRow({ t, signedIn }: { t: Listed; signedIn: SignedIn }) {
-  const name = t.label || (t.kind === "permanent" ? `Token ${t.id}` : `Upload token ${t.id}`);
+  const name = tokenName(t);
   return (
     <tr>
-      <td data-label="Label">{t.label || <span class="muted">(no label)</span>}</td>
-      <td data-label="Kind">{t.kind === "permanent" ? "permanent" : `upload only, until ${formatDateTime(t.expiredAt!)}`}</td>
-      <td data-label="Created">
-        <time>{formatDateTime(t.createdAt)}</time>
+      <td data-label="Label">
+        {t.label ? (
+          <>
+            {t.label} <span class="muted">#{t.id}</span>
+          </>
+        ) : (
+          <span class="unlabelled">
+            Token #{t.id}, created <UtcTime at={t.createdAt} />
+          </span>
+        )}
       </td>
-      <td data-label="Last used">{when(t.lastUsedAt)}</td>
+      <td data-label="Kind">
+        {t.kind === "permanent" ? (
+          "permanent"
+        ) : (
+          <>
+            upload only, until <UtcTime at={t.expiredAt!} />
+          </>
+        )}
+      </td>
+      <td data-label="Created">
+        <UtcTime at={t.createdAt} />
+      </td>
+      <td data-label="Last used">{t.lastUsedAt ? <UtcTime at={t.lastUsedAt} /> : "never"}</td>
       <td>
         <form method="post" action={`${BASE}/tokens/${t.id}/revoke`} data-confirm={`Revoke ${name}? Uploaders using it will get 401.`}>
           <FormToken signedIn={signedIn} />
+          <input type="hidden" name="confirmed" value="0" />
           <button type="submit" class="danger small" aria-label={`Revoke ${name}`}>
             Revoke
           </button>
@@ -102,7 +128,10 @@ function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; listing:
           <ul class="plain" data-testid="temporary-tokens">
             {temporary.map((t) => (
               <li class="secret-value">
-                <code>{t.token}</code> <span class="muted small">until {t.expired_at}</span>
+                <code>{t.token}</code>{" "}
+                <span class="muted small">
+                  until <UtcTime at={t.expiredAt} />
+                </span>
                 <CopyButton text={t.token} label="Copy" name="upload token" />
               </li>
             ))}
@@ -235,13 +264,41 @@ export function register(web: Hono<WebEnv>) {
     } catch (e) {
       return refused(c, e, values);
     }
-    return render(c, { temporary: issued.map((t) => ({ token: t.token, expired_at: formatDateTime(t.expiredAt) })) });
+    return render(c, { temporary: issued.map((t) => ({ token: t.token, expiredAt: t.expiredAt })) });
   });
 
+  // confirmed (the page's script asks first, or the page below without scripts), the token is revoked
   web.post("/tokens/:id/revoke", requireSession, async (c) => {
     const deps = c.get("deps");
+    const signedIn = c.get("signedIn");
     const id = /^\d{1,10}$/.test(c.req.param("id")) ? Number(c.req.param("id")) : 0;
-    if (!(id > 0 && id <= 2_147_483_647 && (await revokeTokenForOwner(deps.db, id, c.get("signedIn").user.id, deps.clock())))) {
+    const valid = id > 0 && id <= 2_147_483_647;
+    if (valid && formField(await readForm(c), "confirmed") !== "1") {
+      const found = await findTokenWithOwner(deps.db, { id });
+      const token = found?.token;
+      if (!token || token.userId !== signedIn.user.id || token.revokedAt !== null) throw notFound("Token not found.");
+      c.header("Cache-Control", "no-store");
+      return c.html(
+        <Layout title="Revoke a token" signedIn={signedIn} active="tokens">
+          <form class="card narrow" method="post" action={`${BASE}/tokens/${id}/revoke`}>
+            <p>
+              Revoke <strong data-testid="token-name">{tokenName(token)}</strong>? Uploaders using it will get 401.
+            </p>
+            <FormToken signedIn={signedIn} />
+            <input type="hidden" name="confirmed" value="1" />
+            <div class="buttons">
+              <button type="submit" class="danger">
+                Revoke
+              </button>
+              <a class="button" href={`${BASE}/tokens`}>
+                Cancel
+              </a>
+            </div>
+          </form>
+        </Layout>,
+      );
+    }
+    if (!(valid && (await revokeTokenForOwner(deps.db, id, signedIn.user.id, deps.clock())))) {
       throw notFound("Token not found.");
     }
     // this instance refuses it at once; the others within the lookup cache's bound (1 s)

@@ -14,7 +14,7 @@ import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { respond } from "../http/envelope.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issueAccountTemporaryTokens } from "../services/tokens.ts";
-import { assets, Field, humanBytes, Layout } from "./layout.tsx";
+import { assets, Field, Layout } from "./layout.tsx";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** Albums offered in the upload form at most (by name). */
@@ -30,6 +30,17 @@ function duration(seconds: number): string {
   return `${seconds} seconds`;
 }
 
+/**
+ * The one unit of sizes on the upload page (the limit, each file, each refusal): MB when the group's limit is at
+ * least 1 MB, else KB; one decimal (units of 1024, as the API's KB). upload.js writes sizes the same way.
+ */
+export const sizeUnitFor = (maxBytes: number): "MB" | "KB" => (maxBytes >= 1024 * 1024 ? "MB" : "KB");
+
+export function sizeIn(bytes: number, unit: "MB" | "KB"): string {
+  const value = bytes / (unit === "MB" ? 1024 * 1024 : 1024);
+  return `${value.toFixed(1)} ${unit}`;
+}
+
 export function register(web: Hono<WebEnv>) {
   web.get("/upload", requireSession, async (c) => {
     const signedIn = c.get("signedIn");
@@ -37,6 +48,8 @@ export function register(web: Hono<WebEnv>) {
     const { group } = signedIn;
     const [strategies, albums] = await Promise.all([listUsableStrategies(db, group.id), listAlbumsForOwner(db, signedIn.user.id, ALBUMS_LISTED)]);
     const accept = group.allowedExtensions.map((e) => `.${e}`).join(",");
+    const maxBytes = group.maxFileSizeKb * 1024;
+    const unit = sizeUnitFor(maxBytes);
     return c.html(
       <Layout title="Upload" signedIn={signedIn} active="upload" scripts={[assets.upload.href]}>
         <noscript>
@@ -50,6 +63,9 @@ export function register(web: Hono<WebEnv>) {
           enctype="multipart/form-data"
           data-token-url={`${BASE}/upload/token`}
           data-snippets-url={`${BASE}/upload/snippets/`}
+          data-max-bytes={String(maxBytes)}
+          data-extensions={group.allowedExtensions.join(",")}
+          data-size-unit={unit}
         >
           <fieldset class="options">
             <legend>Options (optional)</legend>
@@ -94,7 +110,8 @@ export function register(web: Hono<WebEnv>) {
             <label for="files">Choose images, or drop them here</label>
             <input id="files" name="file" type="file" multiple accept={accept} aria-describedby="files-hint" />
             <small id="files-hint" class="hint">
-              {group.allowedExtensions.join(", ")} · up to {humanBytes(group.maxFileSizeKb * 1024)} each. Uploads start as soon as you choose.
+              {group.allowedExtensions.join(", ")} · up to <span data-testid="max-size">{sizeIn(maxBytes, unit)}</span> each. Uploads start as soon as you
+              choose; a file too large or of another type is refused before it is sent.
             </small>
           </div>
         </form>

@@ -31,6 +31,22 @@ export async function deleteSession(db: Executor, id: number) {
   await db.delete(sessions).where(eq(sessions.id, id));
 }
 
+/** The account's live sessions (unexpired), the most recently used first, for the Account page. */
+export async function listLiveSessionsOfUser(db: Executor, userId: number, now: Date, limit: number): Promise<Session[]> {
+  return db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.userId, userId), gt(sessions.expiresAt, now)))
+    .orderBy(desc(sessions.lastSeenAt), desc(sessions.id))
+    .limit(limit);
+}
+
+/** Ends one session of the account (never another account's); whether there was one. */
+export async function deleteSessionOfUser(db: Executor, id: number, userId: number): Promise<boolean> {
+  const rows = await db.delete(sessions).where(and(eq(sessions.id, id), eq(sessions.userId, userId))).returning({ id: sessions.id });
+  return rows.length > 0;
+}
+
 /** Ends every session of an account (its password changed, it was disabled), but `exceptId` when given. */
 export async function deleteSessionsOfUser(db: Executor, userId: number, exceptId?: number) {
   await db.delete(sessions).where(and(eq(sessions.userId, userId), exceptId === undefined ? undefined : ne(sessions.id, exceptId)));
@@ -85,6 +101,16 @@ export async function isUsernameOrEmailTaken(db: Executor, username: string, ema
     .select({ id: users.id })
     .from(users)
     .where(or(eq(sql`lower(${users.username})`, username.toLowerCase()), eq(users.email, email.toLowerCase())))
+    .limit(1);
+  return rows.length > 0;
+}
+
+/** Whether an email (stored in lower case) belongs to an account other than `userId`. */
+export async function isEmailTakenByOther(db: Executor, email: string, userId: number): Promise<boolean> {
+  const rows = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.email, email.toLowerCase()), ne(users.id, userId)))
     .limit(1);
   return rows.length > 0;
 }

@@ -1,4 +1,4 @@
-// The user center's shared script: copy buttons and confirmations. Plain browser JavaScript, no build step.
+// The user center's shared script: copy buttons, dates in the viewer's time zone, and confirmations. Plain browser JavaScript, no build step.
 "use strict";
 
 /** Says something to screen readers (and keeps it for the tests). */
@@ -7,47 +7,109 @@ function announce(text) {
   if (region) region.textContent = text;
 }
 
-/** Copies text: the clipboard API where the page may use it, else a hidden text area (plain http off localhost). */
-async function copyText(text) {
+/** Copies text with the Clipboard API where the page may use it (https, localhost; a recent browser): whether it did. */
+async function clipboardCopy(text) {
   try {
-    if (navigator.clipboard && window.isSecureContext) {
+    if (navigator.clipboard && typeof navigator.clipboard.writeText === "function" && window.isSecureContext) {
       await navigator.clipboard.writeText(text);
       return true;
     }
   } catch (_) {
-    // fall through to the old way
+    // refused (no permission, the page not focused): the field below
   }
-  const area = document.createElement("textarea");
-  area.value = text;
-  area.setAttribute("readonly", "");
-  area.style.position = "fixed";
-  area.style.opacity = "0";
-  document.body.appendChild(area);
-  area.select();
-  let done = false;
+  return false;
+}
+
+/**
+ * Without the Clipboard API (plain http, an older browser, a refusal): the text goes into a read-only field right
+ * after the button, focused and selected, for the user to copy by hand (Ctrl+C, or press and hold on a phone);
+ * the old copy command is tried on it too. Whether that command copied.
+ */
+function selectForCopy(button, text, name) {
+  let field = button._copyField;
+  const multiline = text.includes("\n");
+  if (!field || !field.isConnected || (field.tagName === "TEXTAREA") !== multiline) {
+    if (field) field.remove();
+    field = document.createElement(multiline ? "textarea" : "input");
+    if (multiline) field.rows = Math.min(6, text.split("\n").length);
+    else field.type = "text";
+    field.readOnly = true;
+    field.className = "copy-fallback";
+    field.setAttribute("aria-label", `${name} to copy`);
+    field.setAttribute("spellcheck", "false");
+    field.addEventListener("focus", () => field.select());
+    button.insertAdjacentElement("afterend", field);
+    button._copyField = field;
+  }
+  field.value = text;
+  field.focus();
+  field.select();
   try {
-    done = document.execCommand("copy");
+    field.setSelectionRange(0, text.length); // iOS selects nothing with select() alone
   } catch (_) {
-    done = false;
+    // a field type without selection ranges
   }
-  area.remove();
-  return done;
+  let copied = false;
+  try {
+    copied = document.execCommand("copy");
+  } catch (_) {
+    copied = false;
+  }
+  return copied;
 }
 
 document.addEventListener("click", async (event) => {
   const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
   if (!button) return;
   const name = button.getAttribute("data-copy-name") || "text";
-  const ok = await copyText(button.getAttribute("data-copy") || "");
+  const text = button.getAttribute("data-copy") || "";
   const label = button.dataset.label || button.textContent;
   button.dataset.label = label;
-  button.textContent = ok ? "Copied" : "Copy failed";
-  announce(ok ? `Copied ${name}` : `Could not copy ${name}: select it and copy by hand`);
+  let shown;
+  if (await clipboardCopy(text)) {
+    shown = "Copied";
+    announce(`Copied ${name}`);
+  } else if (selectForCopy(button, text, name)) {
+    shown = "Copied";
+    announce(`Copied ${name}; it is also selected in the field next to the button`);
+  } else {
+    shown = "Selected";
+    announce(`Your browser did not let the page copy: ${name} is selected in the field next to the button, copy it from there`);
+  }
+  button.textContent = shown;
   clearTimeout(button._restore);
   button._restore = setTimeout(() => {
     button.textContent = label;
   }, 1500);
 });
+
+/**
+ * Dates in the viewer's time zone: each <time datetime="…T…Z"> the server wrote in UTC ("2026-11-25 13:03 UTC")
+ * becomes the viewer's local date and time with the zone named ("2026-11-25 22:03 GMT+9"); the UTC text stays as
+ * its title. Without script, or without a zone name from Intl, the server's text stays.
+ */
+function localTimes(root) {
+  const pad = (n) => String(n).padStart(2, "0");
+  let zoneOf;
+  try {
+    const format = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
+    zoneOf = (at) => (format.formatToParts(at).find((p) => p.type === "timeZoneName") || {}).value || "";
+  } catch (_) {
+    return;
+  }
+  for (const node of root.querySelectorAll("time[datetime]")) {
+    const iso = node.getAttribute("datetime") || "";
+    if (node.dataset.local || !/T\d{2}:\d{2}/.test(iso)) continue;
+    const at = new Date(iso);
+    if (Number.isNaN(at.getTime())) continue;
+    const zone = zoneOf(at);
+    if (!zone) continue;
+    if (!node.title) node.title = node.textContent.trim();
+    node.textContent = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}:${pad(at.getMinutes())} ${zone}`;
+    node.dataset.local = "1";
+  }
+}
+localTimes(document);
 
 // forms with data-confirm ask first; the server asks again when there is no script (confirmed stays 0)
 document.addEventListener("submit", (event) => {

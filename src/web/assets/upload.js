@@ -71,35 +71,66 @@
     return body.data.responsive_html;
   }
 
-  function human(bytes) {
-    const units = ["B", "KB", "MB", "GB"];
-    let v = bytes;
-    let u = 0;
-    while (v >= 1024 && u < units.length - 1) {
-      v /= 1024;
-      u++;
-    }
-    return `${u === 0 || v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[u]}`;
+  // the group's limits, as the page shows them: the API checks them again, but a file over them is not sent at all
+  const maxBytes = Number(form.getAttribute("data-max-bytes")) || 0;
+  const extensions = (form.getAttribute("data-extensions") || "").split(",").filter(Boolean);
+  const unit = form.getAttribute("data-size-unit") === "KB" ? "KB" : "MB";
+
+  /** A size in the page's one unit, one decimal (more where one would hide a difference); "<0.1" for a tiny file. */
+  function size(bytes, digits) {
+    const d = digits || 1;
+    const value = bytes / (unit === "MB" ? 1024 * 1024 : 1024);
+    if (bytes > 0 && value < 0.1 && d === 1) return `<0.1 ${unit}`;
+    return `${value.toFixed(d)} ${unit}`;
   }
 
-  /** One file's line: preview, name, progress, state, and its links once stored. */
-  function row(file) {
-    const preview = el("img", { alt: "" });
-    const url = URL.createObjectURL(file);
-    preview.src = url;
-    preview.addEventListener("load", () => URL.revokeObjectURL(url), { once: true });
-    preview.addEventListener(
-      "error",
-      () => {
-        URL.revokeObjectURL(url);
-        preview.removeAttribute("src"); // no broken-image icon for a file that is not an image
-      },
-      { once: true },
-    );
+  function extensionOf(name) {
+    const base = name.split(/[\\/]/).pop() || "";
+    const dot = base.lastIndexOf(".");
+    return dot > 0 ? base.slice(dot + 1).toLowerCase() : "";
+  }
+
+  /** Why the file is refused before it is sent, or null. */
+  function refusal(file) {
+    const extension = extensionOf(file.name);
+    const allowed = extensions.map((e) => `.${e}`).join(", ");
+    if (extensions.length > 0 && !extension) return `the file name has no extension; allowed are ${allowed}. It was not sent.`;
+    if (extensions.length > 0 && !extensions.includes(extension)) return `.${extension} files are not accepted; allowed are ${allowed}. It was not sent.`;
+    if (maxBytes > 0 && file.size > maxBytes) {
+      let digits = 1;
+      while (digits < 3 && size(file.size, digits) === size(maxBytes, digits)) digits++;
+      return `the file is ${size(file.size, digits)}; the limit is ${size(maxBytes, digits)}. It was not sent.`;
+    }
+    return null;
+  }
+
+  /** One file's line: preview, name, progress, state, and its links once stored. A refused file gets no preview image. */
+  function row(file, refused) {
+    const blank = () => el("span", { class: "no-preview", "aria-hidden": "true" });
+    let preview = blank();
+    if (!refused) {
+      const img = el("img", { alt: "" });
+      const url = URL.createObjectURL(file);
+      img.src = url;
+      img.addEventListener("load", () => URL.revokeObjectURL(url), { once: true });
+      img.addEventListener(
+        "error",
+        () => {
+          URL.revokeObjectURL(url);
+          if (img.isConnected) {
+            const none = blank();
+            img.replaceWith(none); // no broken-image icon for a file the browser cannot show
+            preview = none;
+          }
+        },
+        { once: true },
+      );
+      preview = img;
+    }
     const progress = el("progress", { max: "100", value: "0", "aria-label": `Upload progress of ${file.name}` });
     const state = el("p", { class: "state", text: "Waiting…" });
     const links = el("div", { class: "links" });
-    const item = el("li", { class: "upload", "data-name": file.name }, preview, el("p", { class: "name", text: `${file.name} (${human(file.size)})` }), progress, state, links);
+    const item = el("li", { class: "upload", "data-name": file.name }, preview, el("p", { class: "name", text: `${file.name} (${size(file.size)})` }), progress, state, links);
     list.prepend(item);
     return {
       progress(fraction) {
@@ -119,8 +150,10 @@
       done(image) {
         item.classList.add("done");
         progress.remove();
-        preview.src = image.thumbnail_url;
-        preview.alt = image.origin_name;
+        const thumb = el("img", { alt: image.origin_name });
+        thumb.src = image.thumbnail_url;
+        preview.replaceWith(thumb);
+        preview = thumb;
         state.textContent = "Uploaded.";
         const copy = (text, label, name) => el("button", { type: "button", class: "copy", "data-copy": text, "data-copy-name": name || label, text: label });
         links.append(
@@ -201,7 +234,12 @@
   }
 
   function add(files) {
-    for (const file of files) queue.push({ file, line: row(file) });
+    for (const file of files) {
+      const refused = refusal(file);
+      const line = row(file, refused);
+      if (refused) line.failed(refused);
+      else queue.push({ file, line });
+    }
     drain();
   }
 
