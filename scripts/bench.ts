@@ -4,6 +4,8 @@
  *
  *   bun run bench                   full run (~10–13 minutes on 2 cores); writes BENCHMARKS.md
  *   bun run bench --quick           short run (< 2 minutes): one round, 1–2 s per cell, no 1 M listing; prints only
+ *   bun run bench --only images     only issue 17's image cells (scripts/bench/variants.ts, ~3–4 minutes; --quick: ~1.5):
+ *                                   replaces their section of BENCHMARKS.md (the full run, not --quick, runs them at its end)
  *   options: --out FILE (write the report there; with --quick too), --no-write
  *
  * What runs, all on 127.0.0.1:
@@ -49,6 +51,7 @@ import { type Account, type AppServer, createAccount, type Nginx, serverScriptEn
 import type { StatementJob, StatementResult } from "./bench/statements.ts";
 import { ensureTools } from "./bench/tools.ts";
 import { cleanup, fmt, interrupted, markdownTable, onCleanup, ROOT, run } from "./bench/util.ts";
+import { IMAGE_CELLS_BUDGET_S, IMAGES_HEADING, runImageCells, writeImagesSection } from "./bench/variants.ts";
 import { Wrk, type WrkResult } from "./bench/wrk.ts";
 
 // ---------------------------------------------------------------- options
@@ -58,10 +61,18 @@ const QUICK = argv.includes("--quick");
 const outArg = argv.indexOf("--out");
 const OUT = outArg >= 0 ? resolve(argv[outArg + 1] ?? "") : QUICK || argv.includes("--no-write") ? null : join(ROOT, "BENCHMARKS.md");
 const COMMAND = `bun run bench${argv.length ? ` ${argv.join(" ")}` : ""}`;
+const onlyArg = argv.indexOf("--only");
+const ONLY = onlyArg >= 0 ? (argv[onlyArg + 1] ?? "") : null;
+if (ONLY !== null && ONLY !== "images") {
+  console.error(`bench: --only ${ONLY}: the only part that runs alone is "images" (issue 17's image cells)`);
+  process.exit(2);
+}
 
 const cfg = QUICK
   ? { rounds: 1, serveSeconds: 1, uploadSeconds: 2, listSeconds: 1, settleMs: 100, listSizes: [1_000, 100_000], wrkWarmup: false, budgetS: 170 }
-  : { rounds: 3, serveSeconds: 4, uploadSeconds: 5, listSeconds: 4, settleMs: 250, listSizes: [1_000, 100_000, 1_000_000], wrkWarmup: true, budgetS: 1200 };
+  : { rounds: 3, serveSeconds: 4, uploadSeconds: 5, listSeconds: 4, settleMs: 250, listSizes: [1_000, 100_000, 1_000_000], wrkWarmup: true, budgetS: 1200 + IMAGE_CELLS_BUDGET_S.full };
+/** --only images: the image cells' own budget (and a minute to install tools and stop). */
+const BUDGET_S = ONLY === "images" ? IMAGE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60 : cfg.budgetS;
 const PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const UPLOAD_ACCOUNTS = 4;
 
@@ -70,9 +81,9 @@ const elapsed = () => (performance.now() - started) / 1000;
 const log = (msg: string) => console.log(`[${elapsed().toFixed(0).padStart(4)} s] ${msg}`);
 
 const watchdog = setTimeout(() => {
-  console.error(`\nbench: time budget of ${cfg.budgetS} s exceeded; stopping.`);
+  console.error(`\nbench: time budget of ${BUDGET_S} s exceeded; stopping.`);
   void cleanup().finally(() => process.exit(2));
-}, cfg.budgetS * 1000);
+}, BUDGET_S * 1000);
 watchdog.unref();
 
 // ---------------------------------------------------------------- topologies
@@ -570,6 +581,31 @@ async function main() {
     writeFileSync(OUT, md);
     console.log(`wrote ${OUT}`);
   }
+
+  // ---- issue 17's image cells (not in --quick): on a server of their own, once the servers above have stopped
+  if (!QUICK) {
+    for (const t of topologies) await t.server.stop();
+    await nginx.stop();
+    await imageCells(tools);
+  }
+}
+
+/** The image cells (scripts/bench/variants.ts): printed, and their section of OUT replaced (appended when missing). */
+async function imageCells(tools?: Awaited<ReturnType<typeof ensureTools>>) {
+  let section: string;
+  try {
+    section = (await runImageCells({ quick: QUICK, command: COMMAND, log, tools })).section;
+  } catch (e) {
+    if (interrupted) throw e;
+    console.error(e);
+    code = 1;
+    section = `${IMAGES_HEADING}\n\nNot measured by \`${COMMAND}\` on ${new Date().toISOString()}: ${(e as Error).message.split("\n")[0]}\n`;
+  }
+  console.log(`\n${section}`);
+  if (OUT) {
+    writeImagesSection(OUT, section);
+    console.log(`wrote the section "${IMAGES_HEADING.slice(3)}" of ${OUT}`);
+  }
 }
 
 function perRound(figures: Figures[], keys: TopologyKey[]): string {
@@ -731,7 +767,8 @@ ${r.notes.length ? r.notes.map((n) => `- ${n}`).join("\n") : "- none"}
 
 let code = 0;
 try {
-  await main();
+  if (ONLY === "images") await imageCells();
+  else await main();
 } catch (e) {
   if (!interrupted) console.error(e);
   code = 1;
