@@ -130,6 +130,11 @@ export const variantKey = (imageId: number, width: number, format: VariantFormat
 export const variantMime = (format: VariantFormat) => MIME[format];
 
 const FAILURE_MS = 10 * 60_000;
+/** An overrun may be the machine's load (the budget caps wall time too): it is remembered for a minute only. */
+const OVERRUN_MS = 60_000;
+
+/** A variant that overran the decode budget (its 400 says so). */
+class VariantOverBudget extends AppError {}
 const FAILURES_MAX = 10_000;
 
 /** A fixed one-minute window per address bucket, per instance. */
@@ -166,7 +171,7 @@ export class Variants {
   readonly budget = new ColdBudget(COLD_PER_MINUTE);
   /**
    * Variants that could not be made (the decoder refused the original, the budget ran out, the result was too large):
-   * answered with the same 400 for FAILURE_MS without another decode, so that asking again — from any number of
+   * answered with the same 400 for FAILURE_MS (an overrun of the budget, which load can cause: OVERRUN_MS) without another decode, so that asking again — from any number of
    * addresses — costs nothing. Per instance, at most FAILURES_MAX entries (the oldest go first).
    */
   private readonly failures = new Map<string, { until: number; error: AppError }>();
@@ -194,7 +199,7 @@ export class Variants {
     }
     const made = this.generate(source, width, format, `ip:${bucket}`)
       .catch((e) => {
-        if (e instanceof AppError && e.status === 400) this.remember(key, e);
+        if (e instanceof AppError && e.status === 400) this.remember(key, e, e instanceof VariantOverBudget ? OVERRUN_MS : FAILURE_MS);
         throw e;
       })
       .finally(() => this.inFlight.delete(key));
@@ -202,9 +207,9 @@ export class Variants {
     return made;
   }
 
-  private remember(key: string, error: AppError) {
+  private remember(key: string, error: AppError, forMs: number) {
     if (this.failures.size >= FAILURES_MAX) this.failures.delete(this.failures.keys().next().value!);
-    this.failures.set(key, { until: Date.now() + FAILURE_MS, error });
+    this.failures.set(key, { until: Date.now() + forMs, error });
   }
 
   /** The row's object is gone (removed by hand, lost): the row is dropped, and the next request makes it again. */
@@ -227,7 +232,7 @@ export class Variants {
       decoders
         .variant(input, { width, format, quality: QUALITY[format], maxPixels: bounds.maxPixels, animated: source.animated })
         .catch((e: Error): never => {
-          if (e instanceof DecodeOverBudget) throw badRequest(`The variant takes more than ${e.seconds} seconds to make.`);
+          if (e instanceof DecodeOverBudget) throw new VariantOverBudget("bad_request", `The variant takes more than ${e.seconds} seconds to make.`);
           throw badRequest(`The variant could not be made: ${e.message.slice(0, 200)}`);
         }),
     );
