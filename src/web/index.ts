@@ -21,6 +21,7 @@ import * as albums from "./albums.tsx";
 import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
 import * as images from "./images.tsx";
+import * as integrations from "./integrations.tsx";
 import { assets } from "./layout.tsx";
 import * as login from "./login.tsx";
 import * as registration from "./register.tsx";
@@ -67,6 +68,7 @@ export function createWebApp() {
   albums.register(web);
   upload.register(web);
   tokens.register(web);
+  integrations.register(web);
   account.register(web);
 
   web.all("*", () => {
