@@ -1,6 +1,6 @@
-import { and, asc, desc, eq, isNull, lte, notInArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, ilike, inArray, isNull, lte, notInArray, or, sql } from "drizzle-orm";
 import type { Executor, Tx } from "../client.ts";
-import { images, strategies, users } from "../schema.ts";
+import { albums, images, strategies, users } from "../schema.ts";
 
 export type ImageRow = typeof images.$inferSelect;
 export type NewImage = typeof images.$inferInsert;
@@ -16,32 +16,101 @@ export async function findImageForOwner(db: Executor, keyOrName: string, ownerId
   return row ?? null;
 }
 
-/** A page of the owner's images with their strategies, newest first; ties broken by id so pages never overlap. */
 /** Which of an account's images a list shows: all of them, one album's, or those in no album. */
 export type AlbumFilter = { album: number } | { album: null } | undefined;
 
-const ownerAndAlbum = (ownerId: number, filter: AlbumFilter) =>
-  filter === undefined
-    ? eq(images.userId, ownerId)
-    : filter.album === null
-      ? and(eq(images.userId, ownerId), isNull(images.albumId))
-      : and(eq(images.userId, ownerId), eq(images.albumId, filter.album));
+/**
+ * Which of an account's images a list shows (the user center's Images page; the API lists them all): an album's or
+ * those in no album (`album`), those whose original name holds `q` (any case), the public or the private ones. An
+ * AlbumFilter is one.
+ */
+export type ImageFilter = { album?: number | null; q?: string; visibility?: "public" | "private" } | undefined;
 
-export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number, filter?: AlbumFilter) {
+/** The orders of a list, each served by an index (see images in schema.ts); ties broken by id so pages never overlap. */
+export const IMAGE_SORTS = ["newest", "oldest", "largest"] as const;
+export type ImageSort = (typeof IMAGE_SORTS)[number];
+
+/** Whether a filter narrows the list at all (the unfiltered total is the account's counter). */
+export const isFiltered = (filter: ImageFilter) =>
+  filter !== undefined && (filter.album !== undefined || !!filter.q || filter.visibility !== undefined);
+
+/** `q` as a LIKE pattern that matches it anywhere, its wildcards (`%`, `_`) and the escape (`\`) taken literally. */
+export const containsPattern = (q: string) => `%${q.replace(/[\\%_]/g, "\\$&")}%`;
+
+function ownerWhere(ownerId: number, filter: ImageFilter) {
+  const conditions = [eq(images.userId, ownerId)];
+  if (filter?.album === null) conditions.push(isNull(images.albumId));
+  else if (filter?.album !== undefined) conditions.push(eq(images.albumId, filter.album));
+  if (filter?.q) conditions.push(ilike(images.originName, containsPattern(filter.q)));
+  if (filter?.visibility) conditions.push(eq(images.isPublic, filter.visibility === "public"));
+  return and(...conditions);
+}
+
+/**
+ * The orders, in the order of their index scanned forward or backward: images_owner_created_idx (user_id, created_at,
+ * id), images_owner_size_idx (user_id, size, id), and for one album images_album_created_idx (album_id, created_at, id).
+ */
+const orders = {
+  newest: [desc(images.createdAt), desc(images.id)],
+  oldest: [asc(images.createdAt), asc(images.id)],
+  largest: [desc(images.size), desc(images.id)],
+} satisfies Record<ImageSort, unknown[]>;
+
+/** A page of the owner's images with their strategies, newest first by default; ties broken by id so pages never overlap. */
+export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number, filter?: ImageFilter, sort: ImageSort = "newest") {
+  return imageListQuery(db, ownerId, limit, offset, filter, sort);
+}
+
+/** listImagesForOwner's statement, unsent (its plan is tested: test/images-web.test.ts). */
+export function imageListQuery(db: Executor, ownerId: number, limit: number, offset: number, filter?: ImageFilter, sort: ImageSort = "newest") {
   return db
     .select({ image: images, strategy: strategies })
     .from(images)
     .innerJoin(strategies, eq(strategies.id, images.strategyId))
-    .where(ownerAndAlbum(ownerId, filter))
-    .orderBy(desc(images.createdAt), desc(images.id))
+    .where(ownerWhere(ownerId, filter))
+    .orderBy(...orders[sort])
     .limit(limit)
     .offset(offset);
 }
 
-/** How many of the account's images a filtered list holds (the unfiltered count is the account's counter). */
-export async function countImagesForOwner(db: Executor, ownerId: number, filter: NonNullable<AlbumFilter>): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerAndAlbum(ownerId, filter));
+/** How many of the account's images a filtered list holds, in one statement (the unfiltered count is the account's counter). */
+export async function countImagesForOwner(db: Executor, ownerId: number, filter: NonNullable<ImageFilter>): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerWhere(ownerId, filter));
   return row?.n ?? 0;
+}
+
+/** The owner's image with this key, its strategy and its album's name; null when missing or another account's. */
+export async function findImageDetailsForOwner(db: Executor, key: string, ownerId: number) {
+  const [row] = await db
+    .select({ image: images, strategy: strategies, album: { id: albums.id, name: albums.name } })
+    .from(images)
+    .innerJoin(strategies, eq(strategies.id, images.strategyId))
+    .leftJoin(albums, eq(albums.id, images.albumId))
+    .where(and(eq(images.key, key), eq(images.userId, ownerId)))
+    .limit(1);
+  if (!row) return null;
+  return { image: row.image, strategy: row.strategy, album: row.album?.id == null ? null : { id: row.album.id, name: row.album.name } };
+}
+
+/** The keys and original names of the owner's images among `keys` (others' and unknown keys are left out), newest first. */
+export async function findOwnImagesByKeys(db: Executor, ownerId: number, keys: string[]) {
+  if (keys.length === 0) return [];
+  return db
+    .select({ key: images.key, originName: images.originName })
+    .from(images)
+    .where(and(eq(images.userId, ownerId), inArray(images.key, keys)))
+    .orderBy(desc(images.createdAt), desc(images.id));
+}
+
+/** Makes the owner's images among `keys` public or private in one UPDATE; others' keys are ignored. How many were set. */
+export async function setOwnImagesPublic(db: Executor, ownerId: number, keys: string[], isPublic: boolean): Promise<number> {
+  if (keys.length === 0) return 0;
+  const updated = await db
+    .update(images)
+    .set({ isPublic })
+    .where(and(eq(images.userId, ownerId), inArray(images.key, keys)))
+    .returning({ id: images.id });
+  return updated.length;
 }
 
 /** The image whose object or thumbnail is stored at `path`, with its strategy. */
