@@ -263,7 +263,7 @@ export interface paths {
         };
         /**
          * List users (optionally by exact username)
-         * @description A page of the users by id (`page`, `per_page` up to 500, default 100), or the one with this exact `username`.
+         * @description A page of the users by id (`page`, `per_page` up to 500, default 100): all of them, those matching `q`, or the one with this exact `username`.
          */
         get: operations["adminListUsers"];
         put?: never;
@@ -292,14 +292,58 @@ export interface paths {
         get: operations["adminGetUser"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a user and all their images
+         * @description Disables the account, revokes its tokens and ends its sessions at once; then deletes every image of it with the guarantees of `DELETE /api/v1/images/{key}` (record, quota and capacity in one transaction each, objects, thumbnails and variants removed after the commit or by the removal workers), then the account with its albums. Synchronous: with many images it takes a while. A failure halfway leaves a disabled account with fewer images; deleting it again finishes.
+         */
+        delete: operations["adminDeleteUser"];
         options?: never;
         head?: never;
         /**
-         * Change a user (enabled, group, capacity, name)
-         * @description Enables or disables the account (disabled → 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), or sets its password for the user center (`null` removes it). A new password, disabling the account or moving it into a disabled group ends the user's signed-in sessions: enabling it again does not revive them.
+         * Change a user (enabled, group, capacity, name, email, role, password)
+         * @description Enables or disables the account (disabled → 403 on every call and no sign-in), moves it to another group, changes its capacity (`null` = the group's default), email (unique) or role, or sets its password for the user center (`null` removes it). A new password, disabling the account or moving it into a disabled group ends the user's signed-in sessions: enabling it again does not revive them.
          */
         patch: operations["adminUpdateUser"];
+        trace?: never;
+    };
+    "/api/admin/users/{id}/sign-out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke a user's tokens and end their sessions
+         * @description Revokes every permanent and temporary token of the user and ends every signed-in session, in one transaction; `data` counts the tokens revoked.
+         */
+        post: operations["adminSignOutUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/users/{id}/password-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a one-time link to set a user's password
+         * @description A link to the user center's page that sets this user's password: valid for 60 minutes, used once; using it ends the user's sessions. Give it to the user over a channel you trust. At most 5 links are live per user (a new one ends the oldest).
+         */
+        post: operations["adminCreatePasswordLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/admin/users/{id}/tokens": {
@@ -380,6 +424,26 @@ export interface paths {
          * @description Lists every storage location and compares its objects with the image records. Objects no record names and temporary files of abandoned writes are removed once older than the grace period (an upload stores its objects before its record commits); records whose object is missing are reported, never deleted. The server also runs this at start and every RECONCILE_INTERVAL_SECONDS. `dry_run` (query or body; either one true) reports without removing.
          */
         post: operations["adminReconcileStorage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit log of administration
+         * @description Every change made through the admin API (by ADMIN_TOKEN or, through the admin pages, by an administrator), newest first: who, what, which record, when and from where. Pages by `before` (the last id of the previous page), `limit` up to 200 (default 50).
+         */
+        get: operations["adminListAuditLog"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1108,6 +1172,11 @@ export interface components {
             image_num: number;
             album_num: number;
             registered_ip: string;
+            /**
+             * @description `admin` may use the site's admin pages
+             * @enum {string}
+             */
+            role: "user" | "admin";
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         AdminUserResponse: components["schemas"]["Envelope"] & {
@@ -1130,14 +1199,64 @@ export interface components {
             capacity_kb?: number | null;
             /** @description Default: the address of the admin request */
             registered_ip?: string;
+            /**
+             * @description `admin`: may use the admin pages of the site when signed in (a shorter session: 30 minutes idle, 12 hours at most). ADMIN_TOKEN stays what automation and the CLI use.
+             * @example user
+             * @enum {string}
+             */
+            role?: "user" | "admin";
         };
         UpdateUserInput: {
             enabled?: boolean;
             group_id?: number;
             capacity_kb?: number | null;
             name?: string;
+            /** Format: email */
+            email?: string;
+            /**
+             * @description `admin`: may use the admin pages of the site when signed in (a shorter session: 30 minutes idle, 12 hours at most). ADMIN_TOKEN stays what automation and the CLI use.
+             * @example user
+             * @enum {string}
+             */
+            role?: "user" | "admin";
             /** @description A new password for the user center's sign-in (stored as an argon2id hash), or null to remove it; either ends the user's signed-in sessions */
             password?: string | null;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        SignOutResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                tokens_revoked: number;
+            };
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        PasswordLinkResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                /** Format: uri */
+                url: string;
+                /**
+                 * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+                 * @example 2026-11-22 10:30:00
+                 */
+                expired_at: string;
+            };
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        DeleteUserResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                images_deleted: number;
+            };
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         PermanentTokenResponse: components["schemas"]["Envelope"] & {
@@ -1296,6 +1415,45 @@ export interface components {
         ReconcileInput: {
             /** @description Report without removing anything */
             dry_run?: boolean;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AuditLogResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                entries: components["schemas"]["AuditEntry"][];
+                total: number;
+            };
+        };
+        AuditEntry: {
+            id: number;
+            /**
+             * @description `ADMIN_TOKEN`, or the administrator's username and id when the change came from the admin pages
+             * @example ADMIN_TOKEN
+             */
+            actor: string;
+            actor_user_id: number | null;
+            /**
+             * @description The method and route of the change
+             * @example PATCH /api/admin/users/{id}
+             */
+            action: string;
+            /** @example users */
+            target_type: string;
+            /** @example 3 */
+            target_id: string;
+            /** @description The fields sent; secrets are shown as "(set)" */
+            detail: {
+                [key: string]: unknown;
+            };
+            ip: string;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         ReadinessResponse: components["schemas"]["Envelope"] & {
@@ -3157,6 +3315,8 @@ export interface operations {
                 /** @description Items per page */
                 per_page?: number;
                 username?: string;
+                /** @description Only users whose username, name or email contains this (any case) */
+                q?: string;
             };
             header?: never;
             path?: never;
@@ -3486,6 +3646,117 @@ export interface operations {
             };
         };
     };
+    adminDeleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteUserResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     adminUpdateUser: {
         parameters: {
             query?: never;
@@ -3569,6 +3840,228 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminSignOutUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignOutResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminCreatePasswordLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link (shown this once) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordLinkResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
                      *       "data": null
                      *     }
                      */
@@ -4221,6 +4714,102 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminListAuditLog: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Entries older than this id */
+                before?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
                      *       "data": null
                      *     }
                      */

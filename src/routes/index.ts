@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../http/types.ts";
+import * as adminAudit from "./admin/audit.ts";
 import * as adminGroups from "./admin/groups.ts";
 import * as adminSettings from "./admin/settings.ts";
 import * as adminStorage from "./admin/storage.ts";
@@ -31,6 +32,7 @@ const modules = [
   adminUsers,
   adminTokens,
   adminStorage,
+  adminAudit,
   health,
   metrics,
   serveObject,

@@ -24,6 +24,7 @@ import * as images from "./images.tsx";
 import * as integrations from "./integrations.tsx";
 import { assets } from "./layout.tsx";
 import * as login from "./login.tsx";
+import * as passwordLink from "./password-link.tsx";
 import * as registration from "./register.tsx";
 import { BASE, clearSessionCookie, SignInRequired, type SignedIn, type WebEnv } from "./session.ts";
 import * as tokens from "./tokens.tsx";
@@ -63,6 +64,7 @@ export function createWebApp() {
   web.get("/", (c) => c.redirect(`${BASE}/dashboard`, 303));
   login.register(web);
   registration.register(web);
+  passwordLink.register(web);
   dashboard.register(web);
   images.register(web);
   albums.register(web);

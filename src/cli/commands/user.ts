@@ -69,11 +69,12 @@ export const userCommands: CommandGroup = {
   title: "Users (<user> is a username or a numeric id):",
   commands: {
     create: command({
-      usage: "<username> --email <e> [--name <n>] [--group <id>] [--capacity <kb>]",
-      summary: "Create a user (then 'user set-password' for the user center's sign-in)",
+      usage: "<username> --email <e> [--name <n>] [--group <id>] [--capacity <kb>] [--admin]",
+      summary: "Create a user (then 'user set-password' for the user center's sign-in); --admin: an administrator of the site's admin pages",
       args: ["username"],
       // --password is declared only to refuse it with a reason
       options: ["email", "name", "password", "group", "capacity"],
+      flags: ["admin"],
       async run(inv) {
         const { args, options, api, out } = inv;
         if (options.password !== undefined) {
@@ -86,6 +87,7 @@ export const userCommands: CommandGroup = {
           name: options.name,
           group_id: ifGiven(options.group, parseGroup),
           capacity_kb: ifGiven(options.capacity, parseCapacity),
+          ...(options.admin === "true" ? { role: "admin" as const } : {}),
         };
         const user = await payload(api().POST("/api/admin/users", { body }));
         out.result(user, () => {
@@ -141,6 +143,17 @@ export const userCommands: CommandGroup = {
         if (password === "") throw new CliError("no password given: type it at the prompt, or send it on standard input");
         const user = await payload(api().PATCH("/api/admin/users/{id}", { params: { path: { id } }, body: { password } }));
         out.result(user, () => out.line(`Password set for ${user.username} (id ${user.id}); their signed-in sessions have ended.`));
+      },
+    }),
+    "set-role": command({
+      usage: "<user> admin|user",
+      summary: "Make a user an administrator of the site's admin pages, or a user again",
+      args: ["user", "role"],
+      async run({ name, args, api, out }) {
+        if (args.role !== "admin" && args.role !== "user") throw usageError(`${name}: the role is admin or user, not "${args.role}"`);
+        const { id } = await resolveUser(api(), args.user);
+        const user = await payload(api().PATCH("/api/admin/users/{id}", { params: { path: { id } }, body: { role: args.role } }));
+        out.result(user, () => out.line(`User ${user.username} (id ${user.id}) is now ${user.role === "admin" ? "an administrator" : "a user"}.`));
       },
     }),
     enable: setEnabled(true),

@@ -1,5 +1,5 @@
 import { defined } from "./defined.ts";
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq, ilike, or, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { albums, users } from "../schema.ts";
 
@@ -13,8 +13,21 @@ export async function getUser(db: Executor, id: number): Promise<User | null> {
 }
 
 /** A page of the users by id (or the one with this exact username), and how many there are. */
-export async function listUsers(db: Executor, limit: number, offset: number, username?: string): Promise<{ rows: User[]; total: number }> {
-  const where = username === undefined ? undefined : eq(users.username, username);
+/** A LIKE pattern matching `text` literally anywhere. */
+export const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * A page of the users by id: all of them, the one with this exact `username`, or those whose username, name or email
+ * contains `q` (case-insensitive).
+ */
+export async function listUsers(db: Executor, limit: number, offset: number, username?: string, q?: string): Promise<{ rows: User[]; total: number }> {
+  const pattern = q ? containsPattern(q) : null;
+  const where =
+    username !== undefined
+      ? eq(users.username, username)
+      : pattern
+        ? or(ilike(users.username, pattern), ilike(users.name, pattern), ilike(users.email, pattern))
+        : undefined;
   const [rows, [counted]] = await Promise.all([
     db.select().from(users).where(where).orderBy(asc(users.id)).limit(limit).offset(offset),
     db.select({ n: sql<number>`count(*)::int` }).from(users).where(where),

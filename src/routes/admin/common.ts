@@ -1,6 +1,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { bearerToken, guardedAuth } from "../../http/auth.ts";
+import { bearerToken, clientIp, guardedAuth } from "../../http/auth.ts";
+import { auditDetail, SESSION_ACTOR_HEADER, sessionActorsFor, TOKEN_ACTOR, writeAudit } from "../../services/audit.ts";
 import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
@@ -12,7 +13,11 @@ import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX, intField } from "../../http/validation.ts";
 
 
-/** Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. */
+/**
+ * Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. Every change that
+ * succeeds is written to the audit log (services/audit.ts): by ADMIN_TOKEN, or by the administrator whose admin page
+ * made the call in-process.
+ */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   const header = c.req.header("authorization");
   if (header === undefined) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
@@ -21,9 +26,25 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
       throw unauthorized("Invalid admin token.");
     }
   });
+  const deps = c.get("deps");
+  const changes = c.req.method !== "GET" && c.req.method !== "HEAD";
+  const actor = changes ? (sessionActorsFor(deps).take(c.req.header(SESSION_ACTOR_HEADER)) ?? { userId: null, label: TOKEN_ACTOR, ip: clientIp(c) }) : null;
+  // the body was read whole by the /api middleware: a copy of it costs nothing more
+  const sent = changes && c.req.raw.body ? await c.req.raw.clone().json().catch(() => null) : null;
   await next();
+  if (!changes) return;
   // settings, users, groups, strategies and tokens decide authentication: this instance sees a change at once
-  if (c.req.method !== "GET") lookupCacheFor(c.get("deps")).clear();
+  lookupCacheFor(deps).clear();
+  if (c.res.status >= 400) return;
+  const route = c.req.routePath.replace(/:(\w+)/g, "{$1}");
+  await writeAudit(deps.db, {
+    actor: actor!,
+    action: `${c.req.method} ${route}`,
+    targetType: route.split("/")[3] ?? "",
+    targetId: c.req.param("id") ?? "",
+    detail: auditDetail(sent),
+    at: deps.clock(),
+  });
 };
 
 /** An administration operation: its tag, the admin-token security and the middleware that enforces it. */
@@ -214,5 +235,6 @@ export const AdminUser = z
     image_num: z.number().int(),
     album_num: z.number().int(),
     registered_ip: z.string(),
+    role: z.enum(["user", "admin"]).openapi({ description: "`admin` may use the site's admin pages" }),
   })
   .openapi("AdminUser");
