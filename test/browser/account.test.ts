@@ -44,6 +44,14 @@ async function signIn(p: Page) {
   await Promise.all([p.waitForURL(`${origin}/user/dashboard`), p.getByRole("button", { name: "Sign in" }).click()]);
 }
 
+/** Every visible form field has a label a screen reader reads (the fallback fields too). */
+async function expectLabelled(p: Page) {
+  const unlabelled = await p.locator("input:not([type=hidden]), select, textarea").evaluateAll((els) =>
+    els.filter((e) => !((e as HTMLInputElement).labels?.length || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby"))).map((e) => e.outerHTML),
+  );
+  expect(unlabelled).toEqual([]);
+}
+
 /** What a UTC instant reads as in Tokyo (UTC+9, no daylight saving time). */
 const inTokyo = (iso: string) => new Date(new Date(iso).getTime() + 9 * 3_600_000).toISOString().replace("T", " ").slice(0, 16) + " GMT+9";
 
@@ -185,21 +193,33 @@ describe.skipIf(!hasChromium)("the account page and small things in Chromium", (
     await page.getByLabel("Label (optional)").fill("phone uploader");
     await page.getByRole("button", { name: "Create token" }).click();
     const token = await page.getByTestId("new-token").inputValue();
+    expect(token).toMatch(/^\d+\|/);
     const copy = page.locator(".secret").getByRole("button", { name: "Copy" });
     const box = (await copy.boundingBox())!;
     expect(box.width).toBeGreaterThanOrEqual(44);
     expect(box.height).toBeGreaterThanOrEqual(44);
+    const selected = () =>
+      page.evaluate(() => {
+        const active = document.activeElement as HTMLInputElement;
+        return { id: active.id, cls: active.className, readOnly: active.readOnly, value: active.value, start: active.selectionStart, end: active.selectionEnd };
+      });
+    // the token is already in a read-only field beside the button: that field is selected, no second one is added
     await copy.tap();
     await page.locator("#announcer").filter({ hasText: "token is selected in the field next to the button" }).waitFor();
-    const field = page.getByRole("textbox", { name: "token to copy" });
+    expect(await selected()).toEqual({ id: "new-token", cls: "", readOnly: true, value: token, start: 0, end: token.length });
+    expect(await page.locator(".copy-fallback").count()).toBe(0);
+
+    // an upload token is shown as text only: Copy puts it in a read-only field of its own, labelled, selected
+    await page.getByLabel("How many").fill("1");
+    await page.getByRole("button", { name: "Issue tokens" }).click();
+    const item = page.getByTestId("temporary-tokens").locator("li").first();
+    const uploadToken = (await item.locator("code").textContent())!;
+    await item.getByRole("button", { name: "Copy" }).tap();
+    await page.locator("#announcer").filter({ hasText: "upload token is selected in the field next to the button" }).waitFor();
+    const field = page.getByRole("textbox", { name: "upload token to copy" });
     await expect(field.isVisible()).resolves.toBe(true);
-    await expect(field.inputValue()).resolves.toBe(token);
-    await expect(field.getAttribute("readonly")).resolves.not.toBeNull();
-    const selection = await page.evaluate(() => {
-      const active = document.activeElement as HTMLInputElement;
-      return { cls: active.className, start: active.selectionStart, end: active.selectionEnd, length: active.value.length };
-    });
-    expect(selection).toEqual({ cls: "copy-fallback", start: 0, end: selection.length, length: token.length });
+    expect(await selected()).toEqual({ id: "", cls: "copy-fallback", readOnly: true, value: uploadToken, start: 0, end: uploadToken.length });
+    await expectLabelled(page);
     // every revoke button and copy button is a touch target of 44×44 px at least
     for (const button of await page.locator("button.copy, button.small").all()) {
       const b = (await button.boundingBox())!;

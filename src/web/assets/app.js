@@ -26,22 +26,27 @@ async function clipboardCopy(text) {
  * the old copy command is tried on it too. Whether that command copied.
  */
 function selectForCopy(button, text, name) {
-  let field = button._copyField;
-  const multiline = text.includes("\n");
-  if (!field || !field.isConnected || (field.tagName === "TEXTAREA") !== multiline) {
-    if (field) field.remove();
-    field = document.createElement(multiline ? "textarea" : "input");
-    if (multiline) field.rows = Math.min(6, text.split("\n").length);
-    else field.type = "text";
-    field.readOnly = true;
-    field.className = "copy-fallback";
-    field.setAttribute("aria-label", `${name} to copy`);
-    field.setAttribute("spellcheck", "false");
-    field.addEventListener("focus", () => field.select());
-    button.insertAdjacentElement("afterend", field);
-    button._copyField = field;
+  // the text may already be in a read-only field beside the button (a new token): that one is selected
+  const beside = button.parentElement ? Array.from(button.parentElement.querySelectorAll("input[readonly], textarea[readonly]")) : [];
+  let field = beside.find((f) => f.value === text);
+  if (!field) {
+    const multiline = text.includes("\n");
+    field = button._copyField;
+    if (!field || !field.isConnected || (field.tagName === "TEXTAREA") !== multiline) {
+      if (field) field.remove(); // only ever this button's own field
+      field = document.createElement(multiline ? "textarea" : "input");
+      if (multiline) field.rows = Math.min(6, text.split("\n").length);
+      else field.type = "text";
+      field.readOnly = true;
+      field.className = "copy-fallback";
+      field.setAttribute("aria-label", `${name} to copy`);
+      field.setAttribute("spellcheck", "false");
+      field.addEventListener("focus", () => field.select());
+      button.insertAdjacentElement("afterend", field);
+      button._copyField = field;
+    }
+    field.value = text;
   }
-  field.value = text;
   field.focus();
   field.select();
   try {
