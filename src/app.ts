@@ -10,6 +10,7 @@ import { Envelope } from "./http/schemas.ts";
 import type { AppEnv } from "./http/types.ts";
 import { validationHook } from "./http/validation.ts";
 import { observeRequests } from "./http/observe.ts";
+import { registerApp } from "./http/app-registry.ts";
 import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
 
@@ -99,6 +100,7 @@ export function createApp(deps: Deps) {
   });
 
   registerRoutes(app);
+  registerApp(deps, app);
 
   let served: unknown;
   app.get("/api/v1/openapi.json", (c) => c.json((served ??= buildDocument(app, deps.config.baseUrl))));

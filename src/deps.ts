@@ -24,6 +24,8 @@ export interface Config {
   bodyReadTimeoutSeconds?: number;
   /** When set, GET /metrics needs `Authorization: Bearer <metricsToken>`; otherwise it answers loopback clients only. */
   metricsToken?: string;
+  /** The database in use, as the admin overview names it (absent in tests that build their own). */
+  database?: { kind: "embedded" | "external"; detail: string };
 }
 
 export interface Deps {

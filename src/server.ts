@@ -96,6 +96,7 @@ const deps = {
     bodyReadTimeoutSeconds: env.BODY_READ_TIMEOUT_SECONDS,
     uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, perCaller: env.UPLOAD_BODIES_PER_CALLER, total: env.UPLOAD_BODIES_TOTAL },
     metricsToken: env.METRICS_TOKEN,
+    database: database.embedded ? { kind: "embedded" as const, detail: `embedded PostgreSQL in ${database.embedded.dir}` } : { kind: "external" as const, detail: "PostgreSQL at DATABASE_URL" },
   },
   clock: () => new Date(),
   log,

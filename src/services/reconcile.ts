@@ -4,6 +4,7 @@ import { existingRecordIds, findRecordsNaming, findVariantsNaming, listRecordsOn
 import { listStrategies, type Strategy } from "../db/repositories/strategies.ts";
 import type { Deps } from "../deps.ts";
 import { defaultLogger, type Logger, withLogger } from "../observability/log.ts";
+import { recordRun } from "./last-runs.ts";
 import { metricsFor } from "../observability/metrics.ts";
 import type { LocationIdentity, Relation, Storage, StoredObject } from "../storage/index.ts";
 import { describeIdentity, relate, translatePath } from "../storage/location.ts";
@@ -159,7 +160,24 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
   report.skipped = !ran;
   report.durationMs = deps.clock().getTime() - startedAt.getTime();
   metricsFor(deps).reconcilerOrphans.inc(report.locations.reduce((n, l) => n + l.orphansFound, 0));
+  recordRun(deps, "reconciler", { at: startedAt, durationMs: report.durationMs, ok: report.locations.every((l) => l.errors.length === 0), summary: summarise(report) });
   return report;
+}
+
+/** One line for the admin overview. */
+function summarise(report: ReconcileReport): string {
+  if (report.skipped) return "skipped: another reconciliation was running";
+  const sum = (f: (l: LocationReport) => number) => report.locations.reduce((n, l) => n + f(l), 0);
+  const orphans = sum((l) => l.orphansFound);
+  const words = [
+    `${report.locations.length} locations`,
+    `${sum((l) => l.objectsScanned)} objects scanned`,
+    `${orphans} orphans${report.dryRun ? " found (dry run)" : ` found, ${sum((l) => l.orphansRemoved)} quarantined`}`,
+    `${sum((l) => l.recordsMissingObject)} records missing an object`,
+  ];
+  const errors = sum((l) => l.errors.length);
+  if (errors) words.push(`${errors} storage errors`);
+  return words.join(", ");
 }
 
 /**

@@ -6,6 +6,7 @@ import { pruneLimits } from "./limits.ts";
 import { pruneSessions } from "./sessions.ts";
 import { pruneDeadTokens } from "./tokens.ts";
 import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
+import { recordRun } from "./last-runs.ts";
 import { metricsFor } from "../observability/metrics.ts";
 
 /**
@@ -15,6 +16,18 @@ import { metricsFor } from "../observability/metrics.ts";
  * gone for its owner and the removal workers retry its objects (services/removals.ts). Returns how many were removed.
  */
 export async function sweepExpired(deps: Deps, max = 500): Promise<number> {
+  const started = deps.clock();
+  try {
+    const removed = await sweep(deps, max);
+    recordRun(deps, "sweeper", { at: started, durationMs: deps.clock().getTime() - started.getTime(), ok: true, summary: `${removed} expired images removed` });
+    return removed;
+  } catch (e) {
+    recordRun(deps, "sweeper", { at: started, durationMs: deps.clock().getTime() - started.getTime(), ok: false, summary: `failed: ${(e as Error).message}` });
+    throw e;
+  }
+}
+
+async function sweep(deps: Deps, max: number): Promise<number> {
   const now = deps.clock();
   let removed = 0;
   const failed: number[] = []; // database trouble with one image: left for the next round, not retried in this one

@@ -7,7 +7,7 @@ import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
 import { ALBUMS_PER_ACCOUNT, type AlbumWithCount, createOwnAlbum, deleteOwnAlbum, listAlbumsWithCounts, renameOwnAlbum } from "../db/repositories/albums.ts";
 import { notFound } from "../errors.ts";
-import { formatDateTime } from "../http/time.ts";
+import { formatUtc } from "../http/time.ts";
 import { formField, readForm } from "./form.ts";
 import { Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
@@ -42,7 +42,7 @@ function AlbumRow({ album, signedIn, renaming }: { album: AlbumWithCount; signed
       </td>
       <td data-label="Images">{album.images}</td>
       <td data-label="Created">
-        <time>{formatDateTime(album.createdAt)}</time>
+        <time datetime={album.createdAt.toISOString()}>{formatUtc(album.createdAt)}</time>
       </td>
       <td data-label="Actions">
         <form method="post" action={`${BASE}/albums/${album.id}/rename`} class="inline">

@@ -17,6 +17,7 @@ import { failure } from "../http/envelope.ts";
 import { logFor } from "../observability/log.ts";
 import type { AppEnv } from "../http/types.ts";
 import * as account from "./account.tsx";
+import * as admin from "./admin/index.ts";
 import * as albums from "./albums.tsx";
 import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
@@ -72,6 +73,7 @@ export function createWebApp() {
   tokens.register(web);
   integrations.register(web);
   account.register(web);
+  admin.register(web);
 
   web.all("*", () => {
     throw new AppError("not_found", "There is no such page.");

@@ -87,7 +87,20 @@ async function formTokenSent<E extends WebEnv>(c: Context<E>): Promise<string | 
  * group counts at once on every instance. A state-changing request must also come from this site and carry the
  * session's form token.
  */
-export const requireSession: MiddlewareHandler<SignedInEnv> = async (c, next) => {
+export const requireSession: MiddlewareHandler<SignedInEnv> = (c, next) => signedInOnly(c, next, true);
+
+/**
+ * The admin pages (issue 18): a live session of an administrator. The site-wide API switch does not apply to them, as
+ * it does not apply to the admin API (an administrator must be able to turn it back on); the account's own gates do.
+ * Anyone else signed in gets a 403 page.
+ */
+export const requireAdminSession: MiddlewareHandler<SignedInEnv> = async (c, next) =>
+  signedInOnly(c, async () => {
+    if (c.get("signedIn").user.role !== "admin") throw forbidden("This page is for administrators.");
+    await next();
+  }, false);
+
+async function signedInOnly(c: Context<SignedInEnv>, next: () => Promise<void>, gateSite: boolean) {
   const deps = c.get("deps");
   const secret = sessionSecret(c);
   const found = secret ? await resolveSession(deps.db, secret, deps.clock()) : null;
@@ -97,11 +110,11 @@ export const requireSession: MiddlewareHandler<SignedInEnv> = async (c, next) =>
   }
   const signedIn: SignedIn = { ...found, secret, formToken: formTokenFor(secret) };
   c.set("signedIn", signedIn);
-  siteGate(await currentSettings(deps));
+  if (gateSite) siteGate(await currentSettings(deps));
   accountGate(found.user, found.group);
   if (!isSafe(c.req.method) && (!fromThisSite(c) || !isFormTokenOf(secret, await formTokenSent(c)))) throw crossSite();
   await next();
-};
+}
 
 /** A form of a page before sign-in (sign-in, sign-up): only the Origin check applies, there is no session yet. */
 export const requireThisSite: MiddlewareHandler<WebEnv> = async (c, next) => {

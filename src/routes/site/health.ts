@@ -57,14 +57,14 @@ export const readinessRoute = createRoute({
   },
 });
 
-interface ProbeFailure {
+export interface ProbeFailure {
   /** Said in the answer: `write failed` or `no answer within 5 s` (the details stay in the log: paths, endpoints). */
   summary: string;
   detail: string;
 }
 
 /** Writes and removes a probe object; resolves with what failed, or null. */
-async function probe(storage: Storage): Promise<ProbeFailure | null> {
+export async function probe(storage: Storage): Promise<ProbeFailure | null> {
   const path = readinessProbeName();
   let timer: Timer | undefined;
   const timeout = new Promise<ProbeFailure>((resolve) => {
@@ -89,7 +89,7 @@ async function probe(storage: Storage): Promise<ProbeFailure | null> {
 
 type Readiness = { ready: true; storage: z.infer<typeof StorageCheck>[] } | { ready: false; message: string };
 
-async function checkReadiness(deps: Deps): Promise<Readiness> {
+export async function checkReadiness(deps: Deps): Promise<Readiness> {
   let strategies;
   try {
     strategies = (await listStrategies(deps.db)).filter((s) => s.enabled);

@@ -1,0 +1,36 @@
+/**
+ * The admin pages change nothing themselves: every change is a call of the admin API, in-process, so that it meets the
+ * same validation, the same messages and the same audit log as ADMIN_TOKEN's calls (issue 18: "an administrator is
+ * never a way around the v1 rules"). The call carries the administrator as its actor (services/audit.ts).
+ */
+import type { Context } from "hono";
+import { appOf } from "../../http/app-registry.ts";
+import { clientIp } from "../../http/auth.ts";
+import { SESSION_ACTOR_HEADER, sessionActorsFor } from "../../services/audit.ts";
+import type { SignedInEnv } from "../session.ts";
+
+export interface ApiAnswer<T = any> {
+  status: number;
+  ok: boolean;
+  message: string;
+  data: T;
+  /** Field errors of a 422, by field name. */
+  errors: Record<string, string[]>;
+}
+
+export async function adminApi<T = any>(c: Context<SignedInEnv>, method: string, path: string, body?: unknown): Promise<ApiAnswer<T>> {
+  const deps = c.get("deps");
+  const { user } = c.get("signedIn");
+  const headers: Record<string, string> = { authorization: `Bearer ${deps.config.adminToken}`, accept: "application/json" };
+  if (method !== "GET") headers[SESSION_ACTOR_HEADER] = sessionActorsFor(deps).issue({ userId: user.id, label: `${user.username} (user ${user.id})`, ip: clientIp(c) });
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await appOf(deps).request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = (await res.json().catch(() => null)) as { status?: boolean; message?: string; data?: T; errors?: Record<string, string[]> } | null;
+  return { status: res.status, ok: res.ok && json?.status === true, message: json?.message ?? res.statusText, data: json?.data as T, errors: json?.errors ?? {} };
+}
+
+/** The first error of each field of a 422, or the message for the whole form. */
+export function formErrors(answer: ApiAnswer): { fields: Record<string, string>; form?: string } {
+  const fields = Object.fromEntries(Object.entries(answer.errors).map(([k, v]) => [k, v[0] ?? "Invalid."]));
+  return { fields, form: Object.keys(fields).length ? undefined : answer.message };
+}

@@ -1,0 +1,14 @@
+/**
+ * The admin pages (issue 18), under /user/admin, for accounts with the administrator role (requireAdminSession): one
+ * file per page. They read through the repositories and change nothing themselves: every change is a call of the
+ * admin API in-process (api.ts), with its validation, its messages and its audit log.
+ */
+import type { Hono } from "hono";
+import type { WebEnv } from "../session.ts";
+import * as overview from "./overview.tsx";
+import * as users from "./users.tsx";
+
+export function register(web: Hono<WebEnv>) {
+  overview.register(web);
+  users.register(web);
+}
