@@ -227,6 +227,9 @@ async function seed() {
   s.revocable = await admin('POST', `/api/admin/users/${s.bob.id}/tokens`);
   s.group = await admin('POST', '/api/admin/groups', { name: 'Contract group' });
   s.strategy = await admin('POST', '/api/admin/strategies', { name: 'Contract strategy', driver: 'local', config: {} });
+  s.dave = await createUser('dave'); // signed out everywhere by the admin API
+  s.eve = await createUser('eve'); // deleted by the admin API, with her image
+  await upload(s.eve.token, [pngPart('eve.png')]);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -479,7 +482,7 @@ operation('/api/admin/users/{id} > Read a user', {
   422: missing('/api/admin/users/not-a-number'),
   500: skip(SKIP_500),
 });
-operation('/api/admin/users/{id} > Change a user (enabled, group, capacity, name)', {
+operation('/api/admin/users/{id} > Change a user (enabled, group, capacity, name, email, role, password)', {
   // a password for the user center's sign-in too (at least 8 characters: a shorter one is another 422)
   ...adminWrite(() => `/api/admin/users/${s.alice.id}`, () => ({ name: 'Alice', enabled: true, password: 'contract password' }), { capacity_kb: -1 }),
   404: missing(`/api/admin/users/${MISSING_ID}`, { name: 'Nobody' }),
@@ -527,6 +530,29 @@ operation('/api/admin/tokens/{id} > Revoke a token (permanent or temporary)', {
 operation('/api/admin/users/{id}/albums > Create an album for a user', {
   ...adminWrite(() => `/api/admin/users/${s.alice.id}/albums`, () => ({ name: 'Holidays' }), { name: '' }),
   404: missing(`/api/admin/users/${MISSING_ID}/albums`, { name: 'Nobody' }),
+});
+/** The cases of an admin operation on one user without a body: 200 on `user()`, 401, 404, 422. */
+const onUser = (suffix, user) => ({
+  200: (t) => missing(`/api/admin/users/${user().id}${suffix}`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/users/${user().id}${suffix}`);
+  },
+  404: missing(`/api/admin/users/${MISSING_ID}${suffix}`),
+  422: missing(`/api/admin/users/0${suffix}`), // ids are positive
+  500: skip(SKIP_500),
+});
+operation("/api/admin/users/{id}/sign-out > Revoke a user's tokens and end their sessions", onUser('/sign-out', () => s.dave));
+operation("/api/admin/users/{id}/password-link > Make a one-time link to set a user's password", onUser('/password-link', () => s.alice));
+operation('/api/admin/users/{id} > Delete a user and all their images', onUser('', () => s.eve));
+operation('/api/admin/audit-log > Read the audit log of administration', {
+  200: asAdmin,
+  401: wrongAdmin,
+  422: (t) => {
+    asAdmin(t);
+    target(t, null, 'limit=0');
+  },
+  500: skip(SKIP_500),
 });
 operation(
   '/api/admin/storage/reconcile > Reconcile stored objects with the image records',
