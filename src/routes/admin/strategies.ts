@@ -6,10 +6,32 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import { fieldErrors } from "../../http/validation.ts";
 import type { AppEnv } from "../../http/types.ts";
+import { logFor } from "../../observability/log.ts";
 import { localConfigSchema, s3ConfigSchema } from "../../storage/index.ts";
+import { type ProbeFailure, probe } from "../site/health.ts";
 import { AdminStrategy, adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery, StrategyInput } from "./common.ts";
 
 const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");
+
+const StrategyTest = z
+  .object({
+    writable: z.boolean().openapi({ description: "Whether a probe object could be written to the storage and removed", example: true }),
+    reason: z.string().optional().openapi({ description: "Why not, when `writable` is false", example: "write failed: EACCES: permission denied" }),
+  })
+  .openapi("StrategyTest");
+
+/** The longest reason a test answers with. */
+const REASON_MAX = 500;
+
+/** Why a storage refused the probe, for the administrator: the probe's words, with no secret of the configuration in them. */
+function reasonOf(failure: ProbeFailure, config: Record<string, unknown>): string {
+  let reason = failure.detail && failure.detail !== failure.summary ? `${failure.summary}: ${failure.detail}` : failure.summary;
+  for (const key of ["secret_access_key", "access_key_id"]) {
+    const secret = config[key];
+    if (typeof secret === "string" && secret.length >= 4) reason = reason.split(secret).join("(secret)");
+  }
+  return reason.length > REASON_MAX ? `${reason.slice(0, REASON_MAX - 1)}…` : reason;
+}
 
 function toOutput(s: Strategy): z.infer<typeof AdminStrategy> {
   const config = { ...s.config };
@@ -97,6 +119,34 @@ export function register(app: OpenAPIHono<AppEnv>) {
         enabled: b.enabled,
       });
       return respond(c, toOutput(s!));
+    },
+  );
+  app.openapi(
+    adminRoute({
+      method: "post",
+      path: "/api/admin/strategies/{id}/test",
+      operationId: "adminTestStrategy",
+      summary: "Test a storage strategy's storage",
+      description:
+        "Runs the readiness probe (`GET /health/ready`) on this one strategy, enabled or not: a small probe object is written and removed (at most 5 s). " +
+        "A storage that refuses is a result, not an error: `{writable: false, reason}`, the reason naming what failed (the paths and endpoints of the configuration may appear in it; its secrets never do).",
+      request: { params: idParam },
+      responses: { ...okResponse(envelope(StrategyTest, "StrategyTestResponse"), "The probe's result"), ...errorResponses(401, 404, 422, 500) },
+    }),
+    async (c) => {
+      const deps = c.get("deps");
+      const strategy = await getStrategy(deps.db, c.req.valid("param").id);
+      if (!strategy) throw notFound("Strategy not found.");
+      let failure: ProbeFailure | null;
+      try {
+        failure = await probe(deps.storage.for(strategy));
+      } catch (e) {
+        failure = { summary: "unusable configuration", detail: (e as Error).message || String(e) };
+      }
+      if (!failure) return respond(c, { writable: true });
+      const reason = reasonOf(failure, strategy.config);
+      logFor(deps).warn({ strategy_id: strategy.id, reason }, "strategy test: the storage is not writable");
+      return respond(c, { writable: false, reason });
     },
   );
 }

@@ -5,10 +5,16 @@
  */
 import type { Hono } from "hono";
 import type { WebEnv } from "../session.ts";
+import * as groups from "./groups.tsx";
 import * as overview from "./overview.tsx";
+import * as settings from "./settings.tsx";
+import * as strategies from "./strategies.tsx";
 import * as users from "./users.tsx";
 
 export function register(web: Hono<WebEnv>) {
   overview.register(web);
   users.register(web);
+  groups.register(web);
+  strategies.register(web);
+  settings.register(web);
 }
