@@ -59,7 +59,9 @@ describe("albums", () => {
 
     const image = await uploadPng(user.token, { album_id: String(album!.id) });
     expect(await albumIdOfImage(image.key)).toBe(album!.id);
-    expect(await (await visitor.get("/user/albums")).text()).toMatch(/Holidays<\/a><\/td><td data-label="Images">1</);
+    await uploadPng(user.token, { album_id: String(album!.id) });
+    await uploadPng(user.token); // in no album
+    expect(await (await visitor.get("/user/albums")).text()).toMatch(/Holidays<\/a><\/td><td data-label="Images">2</);
 
     const renamed = await visitor.post(`/user/albums/${album!.id}/rename`, { name: "Summer 2026" });
     expect([renamed.status, location(renamed)]).toEqual([303, "/user/albums?done=renamed"]);
@@ -68,7 +70,7 @@ describe("albums", () => {
     // without the page's script, a delete asks first
     const ask = await visitor.post(`/user/albums/${album!.id}/delete`, { confirmed: "0" });
     expect(ask.status).toBe(200);
-    expect(await ask.text()).toContain("Its 1 images are kept, in no album.");
+    expect(await ask.text()).toContain("Its 2 images are kept, in no album.");
     expect((await albumsOf(user.id)).length).toBe(1);
     const deleted = await visitor.post(`/user/albums/${album!.id}/delete`, { confirmed: "1" });
     expect([deleted.status, location(deleted)]).toEqual([303, "/user/albums?done=deleted"]);

@@ -98,7 +98,7 @@ async function renderAlbums(c: Context<SignedInEnv>, shown: Shown = {}, status: 
       {albums.length === 0 ? (
         <p class="card">No albums yet. Uploads and the Images page can put images in one once it exists.</p>
       ) : (
-        <table class="list" aria-label="Your albums">
+        <table class="list stack" aria-label="Your albums">
           <thead>
             <tr>
               <th scope="col">Album</th>

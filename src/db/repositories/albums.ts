@@ -22,7 +22,8 @@ export async function listAlbumsWithCounts(db: Executor, ownerId: number): Promi
       id: albums.id,
       name: albums.name,
       createdAt: albums.createdAt,
-      images: sql<number>`(select count(*)::int from ${images} where ${images.albumId} = ${albums.id})`,
+      // spelled out: inside a subquery drizzle leaves column names unqualified, and "id" would be the image's
+      images: sql<number>`(select count(*)::int from "images" where "images"."album_id" = "albums"."id")`,
     })
     .from(albums)
     .where(eq(albums.userId, ownerId))

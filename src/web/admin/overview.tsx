@@ -37,7 +37,8 @@ async function figures(db: Db, now: Date) {
         enabled: strategies.enabled,
         usedBytes: strategies.usedBytes,
         quotaKb: strategies.quotaKb,
-        images: sql<number>`(select count(*)::int from ${images} where ${images.strategyId} = ${strategies.id})`,
+        // spelled out: inside a subquery drizzle leaves column names unqualified, and "id" would be the image's
+        images: sql<number>`(select count(*)::int from "images" where "images"."strategy_id" = "strategies"."id")`,
       })
       .from(strategies)
       .orderBy(asc(strategies.id))

@@ -86,7 +86,7 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
       <p class="muted" data-testid="total">
         {list.ok ? `${list.data.total} users${q ? ` matching "${q}"` : ""}` : ""}
       </p>
-      <table class="list">
+      <table class="list stack">
         <thead>
           <tr>
             <th scope="col">User</th>
@@ -104,11 +104,11 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
                 <a href={`${ADMIN}/users/${u.id}`}>{u.username}</a>
                 {u.role === "admin" && <span class="badge">admin</span>}
               </th>
-              <td>{u.email}</td>
-              <td>{groups.find((g) => g.id === u.group_id)?.name ?? `#${u.group_id}`}</td>
-              <td>{u.enabled ? "enabled" : "disabled"}</td>
-              <td>{u.image_num}</td>
-              <td>{humanBytes(u.used_kb * 1024)}</td>
+              <td data-label="Email">{u.email}</td>
+              <td data-label="Group">{groups.find((g) => g.id === u.group_id)?.name ?? `#${u.group_id}`}</td>
+              <td data-label="Status">{u.enabled ? "enabled" : "disabled"}</td>
+              <td data-label="Images">{u.image_num}</td>
+              <td data-label="Used">{humanBytes(u.used_kb * 1024)}</td>
             </tr>
           ))}
         </tbody>
