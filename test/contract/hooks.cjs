@@ -451,6 +451,16 @@ operation('/api/admin/strategies/{id} > Change a storage strategy', {
   404: missing(`/api/admin/strategies/${MISSING_ID}`, { enabled: false }),
 });
 
+operation("/api/admin/strategies/{id}/test > Test a storage strategy's storage", {
+  200: (t) => missing(`/api/admin/strategies/${s.strategy.id}/test`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/strategies/${s.strategy.id}/test`);
+  },
+  404: missing(`/api/admin/strategies/${MISSING_ID}/test`),
+  422: missing('/api/admin/strategies/0/test'),
+  500: skip(SKIP_500),
+});
 operation('/api/admin/users > List users (optionally by exact username)', {
   200: asAdmin, // ?username=alice finds the seeded user
   401: wrongAdmin,
