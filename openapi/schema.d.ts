@@ -450,6 +450,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every image (users' and guests')
+         * @description A page of all the site's images, newest first (ties by upload order), with each one's owner (null for a guest's upload) and strategy. Filters, all optional and combined: `user_id` or `guests=true`, `strategy_id`, `from`/`to` (UTC days of `created_at`, both included), `min_kb`/`max_kb` (both included), `visibility`. `per_page` up to 100 (default 30); `total` counts every page.
+         */
+        get: operations["adminListImages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/images/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete any image
+         * @description Deletes a user's or a guest's image by `key` (or its stored file name) with the guarantees of `DELETE /api/v1/images/{key}`: the record, the owner's capacity and the strategy's quota in one transaction, the object, its thumbnail and variants removed after the commit (or by the removal workers when the storage fails). Cannot be undone. `data` is null.
+         */
+        delete: operations["adminDeleteImage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/audit-log": {
         parameters: {
             query?: never;
@@ -1455,6 +1495,76 @@ export interface components {
         ReconcileInput: {
             /** @description Report without removing anything */
             dry_run?: boolean;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminImageListResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                images: components["schemas"]["AdminImage"][];
+                /** @example 1 */
+                current_page: number;
+                /** @example 1 */
+                last_page: number;
+                /** @example 100 */
+                per_page: number;
+                /**
+                 * @description Number of items over all pages
+                 * @example 1
+                 */
+                total: number;
+            };
+        };
+        AdminImage: {
+            /** @example Qm7cX2kP9aLr4TzB */
+            key: string;
+            /**
+             * @description The object's path in its strategy's storage
+             * @example 2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png
+             */
+            pathname: string;
+            /** @example screenshot.png */
+            origin_name: string;
+            /**
+             * @description KB (may be fractional)
+             * @example 120.5
+             */
+            size: number;
+            /** @example image/png */
+            mimetype: string;
+            width: number;
+            height: number;
+            is_public: boolean;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
+            /**
+             * @description When the image is removed; null = never
+             * @example 2026-11-22 10:30:00
+             */
+            expired_at: string | null;
+            /**
+             * @description The owner; null for a guest's upload
+             * @example 3
+             */
+            user_id: number | null;
+            /**
+             * @description The owner's username; null for a guest's upload
+             * @example alice
+             */
+            username: string | null;
+            /** @example 1 */
+            strategy_id: number;
+            /** @example Local */
+            strategy_name: string;
+            /** @example https://img.example.com/i/2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png */
+            url: string;
+            /** @description The thumbnail's address, or the image's own when it has none */
+            thumbnail_url: string;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         AuditLogResponse: components["schemas"]["Envelope"] & {
@@ -4865,6 +4975,230 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminListImages: {
+        parameters: {
+            query?: {
+                /** @description Page number */
+                page?: number;
+                /** @description Items per page */
+                per_page?: number;
+                /** @description Only this user's images */
+                user_id?: number;
+                /** @description `true`: only guests' images (uploaded without an account); not with `user_id` */
+                guests?: "true" | "false";
+                /** @description Only images stored by this strategy */
+                strategy_id?: number;
+                /** @description Only images uploaded on this UTC day or later */
+                from?: string;
+                /** @description Only images uploaded on this UTC day or earlier */
+                to?: string;
+                /** @description Only images of at least this many KB */
+                min_kb?: number;
+                /** @description Only images of at most this many KB */
+                max_kb?: number;
+                /** @description Only public or only private images */
+                visibility?: "public" | "private";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of images */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminImageListResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminDeleteImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example Qm7cX2kP9aLr4TzB */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; `data` is null */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmptyResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
                      *       "data": null
                      *     }
                      */

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../http/types.ts";
 import * as adminAudit from "./admin/audit.ts";
 import * as adminGroups from "./admin/groups.ts";
+import * as adminImages from "./admin/images.ts";
 import * as adminSettings from "./admin/settings.ts";
 import * as adminStorage from "./admin/storage.ts";
 import * as adminStrategies from "./admin/strategies.ts";
@@ -32,6 +33,7 @@ const modules = [
   adminUsers,
   adminTokens,
   adminStorage,
+  adminImages,
   adminAudit,
   health,
   metrics,

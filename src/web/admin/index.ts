@@ -5,7 +5,10 @@
  */
 import type { Hono } from "hono";
 import type { WebEnv } from "../session.ts";
+import * as audit from "./audit.tsx";
 import * as groups from "./groups.tsx";
+import * as images from "./images.tsx";
+import * as maintenance from "./maintenance.tsx";
 import * as overview from "./overview.tsx";
 import * as settings from "./settings.tsx";
 import * as strategies from "./strategies.tsx";
@@ -17,4 +20,7 @@ export function register(web: Hono<WebEnv>) {
   groups.register(web);
   strategies.register(web);
   settings.register(web);
+  images.register(web);
+  maintenance.register(web);
+  audit.register(web);
 }
