@@ -230,6 +230,7 @@ async function seed() {
   s.dave = await createUser('dave'); // signed out everywhere by the admin API
   s.eve = await createUser('eve'); // deleted by the admin API, with her image
   await upload(s.eve.token, [pngPart('eve.png')]);
+  s.adminImageToDelete = (await upload(s.bob.token, [pngPart('admin-delete-me.png')])).key;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -459,6 +460,31 @@ operation("/api/admin/strategies/{id}/test > Test a storage strategy's storage",
   },
   404: missing(`/api/admin/strategies/${MISSING_ID}/test`),
   422: missing('/api/admin/strategies/0/test'),
+  500: skip(SKIP_500),
+});
+operation("/api/admin/images > List every image (users' and guests')", {
+  200: (t) => {
+    asAdmin(t);
+    target(t, null, `user_id=${s.bob.id}&visibility=public`); // the spec's examples together (user_id + guests=true) are a 422
+  },
+  401: wrongAdmin,
+  422: (t) => {
+    asAdmin(t);
+    target(t, null, 'per_page=101');
+  },
+  500: skip(SKIP_500),
+});
+operation('/api/admin/images/{key} > Delete any image', {
+  200: (t) => {
+    asAdmin(t);
+    target(t, `/api/admin/images/${s.adminImageToDelete}`);
+  },
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/images/${s.bobImage}`);
+  },
+  404: missing('/api/admin/images/no-such-image'),
+  422: missing(`/api/admin/images/${'k'.repeat(256)}`),
   500: skip(SKIP_500),
 });
 operation('/api/admin/users > List users (optionally by exact username)', {

@@ -41,7 +41,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
     actor: actor!,
     action: `${c.req.method} ${route}`,
     targetType: route.split("/")[3] ?? "",
-    targetId: c.req.param("id") ?? "",
+    targetId: c.req.param("id") ?? c.req.param("key") ?? "",
     detail: auditDetail(sent),
     at: deps.clock(),
   });
