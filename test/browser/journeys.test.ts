@@ -166,4 +166,60 @@ describe.skipIf(!hasChromium)("issue 18 journeys in Chromium", () => {
     expect(site.foreign).toEqual([]);
     expect(site.pageErrors).toEqual([]);
   }, 120_000);
+
+  test("an administrator edits a group, tests a storage, switches guest upload, deletes a user's image and runs the reconciler", async () => {
+    const ada = (await site.admin("GET", "/api/admin/users?username=ada")).users[0];
+    const adminContext = await site.newContext({ viewport: { width: 1280, height: 860 } });
+    const a = await adminContext.newPage();
+    await signIn(a, "ada");
+
+    // Groups: change the default group's largest file
+    await a.goto(`${origin}/user/admin/groups`);
+    await a.getByRole("link", { name: /Default/ }).first().click();
+    await a.getByLabel("Largest file (KB)").fill("20480");
+    await a.getByRole("button", { name: "Save the group" }).click();
+    await a.getByRole("status").or(a.locator(".notice.success")).first().waitFor();
+    expect((await site.admin("GET", "/api/admin/groups")).groups.find((g: any) => g.is_default).max_file_size_kb).toBe(20480);
+    await shot(a, "09-admin-group");
+
+    // Strategies: the Test button probes the storage
+    await a.goto(`${origin}/user/admin/strategies`);
+    await a.getByRole("button", { name: /^Test the storage of / }).first().click();
+    await a.getByText(/its storage is writable/).waitFor();
+    await shot(a, "10-admin-strategies");
+
+    // Settings: guest upload on
+    await a.goto(`${origin}/user/admin/settings`);
+    await a.getByLabel("Guest upload").check();
+    await a.getByRole("button", { name: "Save the settings" }).click();
+    await a.waitForLoadState("load");
+    expect((await site.admin("GET", "/api/admin/settings")).guest_upload_enabled).toBe(true);
+    await site.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: false });
+
+    // Images: delete june's beach.png (the page's script asks first)
+    await a.goto(`${origin}/user/admin/images`);
+    a.once("dialog", (d) => d.accept());
+    await a.getByRole("button", { name: "Delete beach.png" }).click();
+    await a.waitForLoadState("load");
+    const left = (await site.admin("GET", "/api/admin/images")).images.map((i: any) => i.origin_name);
+    expect(left).toContain("sunset.png");
+    expect(left).not.toContain("beach.png");
+    await shot(a, "11-admin-images");
+
+    // Maintenance: a dry run, then apply
+    await a.goto(`${origin}/user/admin/maintenance`);
+    await a.getByRole("button", { name: "Run a dry run" }).click();
+    await a.getByRole("button", { name: "Apply: quarantine the orphans" }).waitFor();
+    await shot(a, "12-admin-maintenance");
+
+    // every change above is in the audit log under ada
+    const audit = (await site.admin("GET", "/api/admin/audit-log?limit=20")).entries as any[];
+    const mine = audit.filter((e) => e.actor === `ada (user ${ada.id})`).map((e) => e.action);
+    for (const action of ["PATCH /api/admin/groups/{id}", "POST /api/admin/strategies/{id}/test", "PATCH /api/admin/settings", "DELETE /api/admin/images/{key}", "POST /api/admin/storage/reconcile"]) {
+      expect(mine).toContain(action);
+    }
+    await adminContext.close();
+    expect(site.foreign).toEqual([]);
+    expect(site.pageErrors).toEqual([]);
+  }, 180_000);
 });

@@ -183,7 +183,9 @@ export function register(web: Hono<WebEnv>) {
         <section aria-labelledby="activity-title">
           <h2 id="activity-title">The last {DAYS} days (UTC)</h2>
           <p class="muted small">Images uploaded each day that are still stored (deleted and expired ones are not counted).</p>
+          <h3>{`Uploads per day (${f.days.reduce((n, d) => n + d.uploads, 0)} in all)`}</h3>
           <BarChart id="uploads-chart" title="Uploads per day" days={f.days} value={(d) => d.uploads} format={(n) => `${n} uploads`} />
+          <h3>{`Bytes uploaded per day (${humanBytes(f.days.reduce((n, d) => n + d.bytes, 0))} in all)`}</h3>
           <BarChart id="bytes-chart" title="Bytes uploaded per day" days={f.days} value={(d) => d.bytes} format={humanBytes} />
           <details>
             <summary>The figures as a table</summary>
