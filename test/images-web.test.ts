@@ -494,10 +494,11 @@ describe("100,000 images in one account", () => {
       [undefined, "newest", "images_owner_created_idx"],
       [undefined, "oldest", "images_owner_created_idx"],
       [undefined, "largest", "images_owner_size_idx"],
-      [{ visibility: "private" }, "newest", "images_owner_created_idx"],
+      [{ visibility: "private" }, "newest", "images_owner_visibility_created_idx"],
       [{ visibility: "public" }, "largest", "images_owner_size_idx"],
       [{ album: big!.id }, "newest", "images_album_created_idx"],
       [{ album: big!.id }, "oldest", "images_album_created_idx"],
+      [{ album: null }, "newest", "images_owner_no_album_created_idx"],
     ] as const) {
       const p = await plan(filter, sort);
       const what = `${JSON.stringify(filter)} ${sort}: ${p.text}`;
@@ -508,14 +509,16 @@ describe("100,000 images in one account", () => {
 
     // a search by name may be a scan of the account's rows instead (a rare name: the planner's choice; no index
     // serves a substring); the page stays fast all the same (below)
-    // whole pages, with the filtered count: well within a second each even on a busy machine
+    // whole pages, with the filtered count (speed is measured by `bun run bench --only pages`, not asserted here)
     for (const query of ["", "sort=oldest", "sort=largest", "q=cat", "q=cat&sort=largest", "visibility=private&sort=oldest", `album=${big!.id}&sort=largest`, "album=none&q=9", "page=3000&per_page=30"]) {
-      const started = performance.now();
       const res = await visitor.get(`/user/images?${query}`);
-      const ms = performance.now() - started;
       expect(res.status, query).toBe(200);
-      expect(ms, query).toBeLessThan(3000);
     }
+    // a filtered total is counted up to 1,000 (or as far as the page reaches), then said as "more than"
+    const privates = await text(await visitor.get("/user/images?visibility=private"));
+    expect(privates).toContain("more than 1,000 images, newest first");
+    expect(privates).toMatch(/<span>Page 1<\/span>/);
+    expect(privates).toContain('rel="next"');
     const cats = await text(await visitor.get("/user/images?q=CAT&sort=largest"));
     expect(cats).toContain("100 images, largest first");
     const page1 = await text(await visitor.get("/user/images"));

@@ -233,6 +233,9 @@ export const images = pgTable(
     // issue 18: the user center's "largest first" and album views
     index("images_owner_size_idx").on(t.userId, t.size, t.id),
     index("images_album_created_idx").on(t.albumId, t.createdAt, t.id).where(sql`${t.albumId} is not null`),
+    // the user center's "public or private only" and "in no album" views (issue 18), newest first without a sort
+    index("images_owner_visibility_created_idx").on(t.userId, t.isPublic, t.createdAt, t.id),
+    index("images_owner_no_album_created_idx").on(t.userId, t.createdAt, t.id).where(sql`${t.albumId} is null`),
     index("images_expired_at_idx").on(t.expiredAt).where(sql`${t.expiredAt} is not null`),
   ],
 );

@@ -4,7 +4,8 @@
  * what can be done to it. The owner's only: another account's image and a missing key are the same 404.
  */
 import type { Hono } from "hono";
-import { type AlbumWithCount, listAlbumsWithCounts } from "../db/repositories/albums.ts";
+import { ALBUMS_PER_ACCOUNT } from "../db/repositories/albums.ts";
+import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
 import { findImageDetailsForOwner } from "../db/repositories/images.ts";
 import { notFound } from "../errors.ts";
 import { toImageResource } from "../http/image-resource.ts";
@@ -20,7 +21,7 @@ export const UtcTime = ({ date }: { date: Date }) => <time datetime={date.toISOS
 export const SELECT_PREFIX = "image_";
 
 /** The album select's options: no album, then the account's albums. */
-export const AlbumOptions = ({ albums, selected }: { albums: AlbumWithCount[]; selected?: number | null }) => (
+export const AlbumOptions = ({ albums, selected }: { albums: { id: number; name: string }[]; selected?: number | null }) => (
   <>
     <option value="none" selected={selected === null}>
       No album
@@ -51,7 +52,7 @@ export function registerImagePage(web: Hono<WebEnv>) {
     if (!found) throw notFound("Image not found.");
     const { image, strategy, album } = found;
     const resource = toImageResource(image, strategy, deps.storage, deps.config.baseUrl);
-    const albums = await listAlbumsWithCounts(deps.db, signedIn.user.id);
+    const albums = await listAlbumsForOwner(deps.db, signedIn.user.id, ALBUMS_PER_ACCOUNT);
     const here = `${BASE}/images/${encodeURIComponent(image.key)}`;
     const shown = Object.entries(NOTICES).flatMap(([name, text]) => {
       const v = c.req.query(name);

@@ -4,7 +4,8 @@
  * a selection (move to an album or out, make public or private, delete). Each image has its own page (image.tsx).
  */
 import type { Context, Hono } from "hono";
-import { listAlbumsWithCounts, MOVE_MAX, moveOwnImages } from "../db/repositories/albums.ts";
+import { ALBUMS_PER_ACCOUNT, MOVE_MAX, moveOwnImages } from "../db/repositories/albums.ts";
+import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
 import {
   countImagesForOwner,
   findImageForOwner,
@@ -255,26 +256,35 @@ function notices(query: (name: string) => string | undefined) {
   return shown;
 }
 
+/** A filtered list counts its images up to this many (and as far as the page asked for reaches). */
+const COUNT_CAP = 1000;
+
 async function renderList(c: Context<SignedInEnv>) {
   const signedIn = c.get("signedIn");
   const deps = c.get("deps");
   const query = (name: string) => c.req.query(name);
   const { state, qError } = listState(query);
-  const albums = await listAlbumsWithCounts(deps.db, signedIn.user.id);
+  // names only: counting every album's images on every page would read the whole account (the Albums page counts)
+  const albums = await listAlbumsForOwner(deps.db, signedIn.user.id, ALBUMS_PER_ACCOUNT);
   // an album that is not the account's shows as what it is to this account: no album of theirs, so nothing
   const album = typeof state.album === "number" && !albums.some((a) => a.id === state.album) ? -1 : state.album;
   const filter: NonNullable<ImageFilter> = { album, q: state.q || undefined, visibility: state.visibility };
   let total = 0;
   let listed: Listed[] = [];
+  // a filtered total is counted up to COUNT_CAP (or as far as this page reaches): beyond, "more than 1,000"
+  const upTo = Math.max(COUNT_CAP, state.page * state.perPage) + 1;
+  let exact = true;
   if (!qError) {
+    const filtered = isFiltered(filter);
     const [rows, counted] = await Promise.all([
       listImagesForOwner(deps.db, signedIn.user.id, state.perPage, (state.page - 1) * state.perPage, filter, state.sort),
-      isFiltered(filter) ? countImagesForOwner(deps.db, signedIn.user.id, filter) : getUser(deps.db, signedIn.user.id).then((u) => u?.imageNum ?? signedIn.user.imageNum),
+      filtered ? countImagesForOwner(deps.db, signedIn.user.id, filter, upTo) : getUser(deps.db, signedIn.user.id).then((u) => u?.imageNum ?? signedIn.user.imageNum),
     ]);
     total = counted;
+    exact = !filtered || counted < upTo;
     listed = rows.map((r) => ({ resource: toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl), createdAt: r.image.createdAt, expiredAt: r.image.expiredAt }));
   }
-  const lastPage = Math.max(1, Math.ceil(total / state.perPage));
+  const lastPage = exact ? Math.max(1, Math.ceil(total / state.perPage)) : state.page + 1;
   const current = typeof album === "number" ? albums.find((a) => a.id === album) : undefined;
   const back = listHref(state);
   const searching = !!state.q || state.visibility !== undefined;
@@ -310,7 +320,7 @@ async function renderList(c: Context<SignedInEnv>) {
             </option>
             {albums.map((a) => (
               <option value={String(a.id)} selected={state.album === a.id}>
-                {a.name} ({a.images})
+                {a.name}
               </option>
             ))}
           </select>
@@ -365,7 +375,7 @@ async function renderList(c: Context<SignedInEnv>) {
       ) : (
         <>
           <p class="muted" data-testid="total" role="status">
-            {total === 1 ? "1 image" : `${total} images`}, {SORT_LABELS[state.sort].toLowerCase()}
+            {!exact ? `more than ${(upTo - 1).toLocaleString("en")} images` : total === 1 ? "1 image" : `${total} images`}, {SORT_LABELS[state.sort].toLowerCase()}
             {state.q && <> · name contains “{state.q}”</>}
             {state.visibility && <> · {state.visibility} only</>}
           </p>
@@ -431,9 +441,7 @@ async function renderList(c: Context<SignedInEnv>) {
             ) : (
               <span></span>
             )}
-            <span>
-              Page {state.page} of {lastPage}
-            </span>
+            <span>{exact ? `Page ${state.page} of ${lastPage}` : `Page ${state.page}`}</span>
             {state.page < lastPage ? (
               <a href={listHref({ ...state, page: state.page + 1 })} rel="next">
                 Next →

@@ -62,9 +62,7 @@ describe.skipIf(!hasChromium)("issue 18 journeys in Chromium", () => {
 
     // the grid filtered by the album: both images; searched by name: one
     await page.goto(`${origin}/user/images`);
-    const option = page.locator("#album option", { hasText: "Holidays" });
-    expect((await option.textContent())?.replace(/\s+/g, " ").trim()).toBe("Holidays (2)"); // both uploads went into the album
-    await page.getByLabel("Album").selectOption((await option.getAttribute("value"))!);
+    await page.getByLabel("Album").selectOption({ label: "Holidays" });
     await page.getByRole("button", { name: "Show" }).click();
     await page.getByTestId("total").filter({ hasText: "2 images" }).waitFor();
     await page.getByLabel("Name contains").fill("SUN");

@@ -74,8 +74,17 @@ export function imageListQuery(db: Executor, ownerId: number, limit: number, off
 }
 
 /** How many of the account's images a filtered list holds, in one statement (the unfiltered count is the account's counter). */
-export async function countImagesForOwner(db: Executor, ownerId: number, filter: NonNullable<ImageFilter>): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerWhere(ownerId, filter));
+/**
+ * How many of the owner's images match, counting at most `upTo` of them when given: a filtered list of an account with
+ * 100,000 images need not read them all to say "more than 1,000".
+ */
+export async function countImagesForOwner(db: Executor, ownerId: number, filter: NonNullable<ImageFilter>, upTo?: number): Promise<number> {
+  if (upTo === undefined) {
+    const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerWhere(ownerId, filter));
+    return row?.n ?? 0;
+  }
+  const matching = db.select({ one: sql`1` }).from(images).where(ownerWhere(ownerId, filter)).limit(upTo).as("matching");
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(matching);
   return row?.n ?? 0;
 }
 
