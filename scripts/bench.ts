@@ -52,7 +52,7 @@ import type { SeedJob, SeedResult } from "./bench/seed.ts";
 import { type Account, type AppServer, createAccount, type Nginx, serverScriptEnv, startAppServer, startNginx } from "./bench/servers.ts";
 import type { StatementJob, StatementResult } from "./bench/statements.ts";
 import { ensureTools } from "./bench/tools.ts";
-import { cleanup, fmt, interrupted, markdownTable, onCleanup, ROOT, run } from "./bench/util.ts";
+import { cleanup, fmt, freshDatabase, interrupted, markdownTable, onCleanup, ROOT, run } from "./bench/util.ts";
 import { PAGE_CELLS_BUDGET_S, PAGES_HEADING, runPageCells, writePagesSection } from "./bench/pages.ts";
 import { IMAGE_CELLS_BUDGET_S, IMAGES_HEADING, runImageCells, writeImagesSection } from "./bench/variants.ts";
 import { Wrk, type WrkResult } from "./bench/wrk.ts";
@@ -143,21 +143,8 @@ async function setUpTopology(key: TopologyKey, dir: string, images: { served: Be
   let dbName: string | undefined;
   let url: string | undefined;
   if (key === "pg") {
-    dbName = `imghost_bench_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-    const adminDb = postgres(dbUrl!, { max: 1, onnotice: () => {} });
-    await adminDb.unsafe(`create database ${dbName}`);
-    await adminDb.end();
-    onCleanup(`drop database ${dbName}`, async () => {
-      const c = postgres(dbUrl!, { max: 1, onnotice: () => {} });
-      try {
-        await c.unsafe(`drop database if exists ${dbName} with (force)`);
-      } finally {
-        await c.end();
-      }
-    });
-    const u = new URL(dbUrl!);
-    u.pathname = `/${dbName}`;
-    url = u.toString();
+    url = await freshDatabase(dbUrl!, "imghost_bench");
+    dbName = new URL(url).pathname.slice(1);
   }
   let server = await startAppServer({ label, dataDir, adminToken, databaseUrl: url });
   const uploaders: Account[] = [];

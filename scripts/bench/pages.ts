@@ -27,7 +27,7 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { admin, type AppServer, serverScriptEnv, startAppServer } from "./servers.ts";
 import { ensureTools, type Tools } from "./tools.ts";
-import { cleanup, fmt, interrupted, markdownTable, median, onCleanup, ROOT, run } from "./util.ts";
+import { cleanup, fmt, freshDatabase, interrupted, markdownTable, median, onCleanup, ROOT, run, standaloneSection } from "./util.ts";
 import { Wrk } from "./wrk.ts";
 
 export const PAGES_HEADING = "## User center pages at scale (issue 18)";
@@ -361,23 +361,7 @@ async function setUp(key: Key, dir: string, log: (m: string) => void, quick: boo
   const dataDir = join(dir, `data-${key}`);
   const adminToken = Buffer.from(crypto.getRandomValues(new Uint8Array(30))).toString("base64url");
   let url: string | undefined;
-  if (key === "pg") {
-    const dbName = `imghost_pages_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
-    const c = postgres(pgUrl!, { max: 1, onnotice: () => {} });
-    await c.unsafe(`create database ${dbName}`);
-    await c.end();
-    onCleanup(`drop database ${dbName}`, async () => {
-      const d = postgres(pgUrl!, { max: 1, onnotice: () => {} });
-      try {
-        await d.unsafe(`drop database if exists ${dbName} with (force)`);
-      } finally {
-        await d.end();
-      }
-    });
-    const u = new URL(pgUrl!);
-    u.pathname = `/${dbName}`;
-    url = u.toString();
-  }
+  if (key === "pg") url = await freshDatabase(pgUrl!, "imghost_pages");
   const database: DbRef = url ? { kind: "postgres", url } : { kind: "embedded" };
   let server = await startAppServer({ label, dataDir, adminToken, databaseUrl: url });
   const password = `bench-${crypto.randomUUID()}`;
@@ -723,34 +707,7 @@ ${countProblems.map((n) => `- **${n}**`).join("\n")}${countProblems.length ? "\n
 
 // ---------------------------------------------------------------- standalone
 
-async function standalone() {
-  const argv = process.argv.slice(2);
-  const quick = argv.includes("--quick");
-  const mdArg = argv.indexOf("--markdown");
-  const mdFile = mdArg >= 0 ? resolve(argv[mdArg + 1] ?? "") : null;
-  const budget = quick ? PAGE_CELLS_BUDGET_S.quick : PAGE_CELLS_BUDGET_S.full;
-  const watchdog = setTimeout(() => {
-    console.error(`\npages: time budget of ${budget} s exceeded; stopping.`);
-    void cleanup().finally(() => process.exit(2));
-  }, budget * 1000);
-  watchdog.unref();
-  let code = 0;
-  try {
-    const r = await runPageCells({ quick, command: `bun run scripts/bench/pages.ts${argv.length ? ` ${argv.join(" ")}` : ""}` });
-    console.log(`\n${r.section}`);
-    if (mdFile) {
-      writePagesSection(mdFile, r.section);
-      console.log(`wrote the section to ${mdFile}`);
-    }
-  } catch (e) {
-    if (!interrupted) console.error(e);
-    code = 1;
-  } finally {
-    clearTimeout(watchdog);
-    await cleanup();
-  }
-  process.exit(code);
-}
+const standalone = () => standaloneSection({ name: "pages", budgets: PAGE_CELLS_BUDGET_S, run: runPageCells, write: writePagesSection });
 
 if (import.meta.main) {
   const w = process.argv.indexOf("--worker");

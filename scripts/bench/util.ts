@@ -152,3 +152,64 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     void cleanup().finally(() => process.exit(130));
   });
 }
+
+/**
+ * A fresh database on the PostgreSQL server at `serverUrl`, dropped at cleanup: the URL of the new database. Each
+ * topology's server gets its own, so runs never see each other's rows.
+ */
+export async function freshDatabase(serverUrl: string, prefix: string): Promise<string> {
+  const { default: postgres } = await import("postgres");
+  const name = `${prefix}_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  onCleanup(`drop database ${name}`, async () => {
+    const c = postgres(serverUrl, { max: 1, onnotice: () => {} });
+    try {
+      await c.unsafe(`drop database if exists ${name} with (force)`);
+    } finally {
+      await c.end();
+    }
+  });
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
+ * A section's cells run alone (`bun run scripts/bench/<name>.ts [--quick] [--markdown FILE]`): under a watchdog of
+ * `budgets`, printing the section and writing it into FILE when asked, cleaning up however it ends.
+ */
+export async function standaloneSection(options: {
+  name: string;
+  budgets: { quick: number; full: number };
+  run: (o: { quick: boolean; command: string }) => Promise<{ section: string }>;
+  write: (file: string, section: string) => void;
+}): Promise<never> {
+  const argv = process.argv.slice(2);
+  const quick = argv.includes("--quick");
+  const mdArg = argv.indexOf("--markdown");
+  const mdFile = mdArg >= 0 ? resolve(argv[mdArg + 1] ?? "") : null;
+  const budget = quick ? options.budgets.quick : options.budgets.full;
+  const watchdog = setTimeout(() => {
+    console.error(`\n${options.name}: time budget of ${budget} s exceeded; stopping.`);
+    void cleanup().finally(() => process.exit(2));
+  }, budget * 1000);
+  watchdog.unref();
+  let code = 0;
+  try {
+    const r = await options.run({ quick, command: `bun run scripts/bench/${options.name}.ts${argv.length ? ` ${argv.join(" ")}` : ""}` });
+    console.log(`\n${r.section}`);
+    if (mdFile) {
+      options.write(mdFile, r.section);
+      console.log(`wrote the section to ${mdFile}`);
+    }
+  } catch (e) {
+    if (!interrupted) console.error(e);
+    code = 1;
+  } finally {
+    clearTimeout(watchdog);
+    await cleanup();
+  }
+  process.exit(code);
+}

@@ -26,7 +26,7 @@ import { PHONE_EXIF, PHONE_XMP } from "../../test/support/metadata-fixtures.ts";
 import { cpuMs, descendants, pssKb, rssKb } from "./procfs.ts";
 import { type Account, admin, type AppServer, createAccount, serverScriptEnv, startAppServer } from "./servers.ts";
 import { ensureTools, type Tools } from "./tools.ts";
-import { cleanup, fmt, interrupted, markdownTable, median, onCleanup, percentile, ROOT, run } from "./util.ts";
+import { cleanup, fmt, interrupted, markdownTable, median, onCleanup, percentile, ROOT, run, standaloneSection } from "./util.ts";
 import { Wrk } from "./wrk.ts";
 
 export const IMAGES_HEADING = "## Images: variants, metadata strip, thumbnails (issue 17)";
@@ -864,34 +864,7 @@ One run on a 2-core machine shared with other engineers' test suites (load avera
 
 // ---------------------------------------------------------------- standalone
 
-async function standalone() {
-  const argv = process.argv.slice(2);
-  const quick = argv.includes("--quick");
-  const mdArg = argv.indexOf("--markdown");
-  const mdFile = mdArg >= 0 ? resolve(argv[mdArg + 1] ?? "") : null;
-  const budget = quick ? IMAGE_CELLS_BUDGET_S.quick : IMAGE_CELLS_BUDGET_S.full;
-  const watchdog = setTimeout(() => {
-    console.error(`\nvariants: time budget of ${budget} s exceeded; stopping.`);
-    void cleanup().finally(() => process.exit(2));
-  }, budget * 1000);
-  watchdog.unref();
-  let code = 0;
-  try {
-    const r = await runImageCells({ quick, command: `bun run scripts/bench/variants.ts${argv.length ? ` ${argv.join(" ")}` : ""}` });
-    console.log(`\n${r.section}`);
-    if (mdFile) {
-      writeImagesSection(mdFile, r.section);
-      console.log(`wrote the section to ${mdFile}`);
-    }
-  } catch (e) {
-    if (!interrupted) console.error(e);
-    code = 1;
-  } finally {
-    clearTimeout(watchdog);
-    await cleanup();
-  }
-  process.exit(code);
-}
+const standalone = () => standaloneSection({ name: "variants", budgets: IMAGE_CELLS_BUDGET_S, run: runImageCells, write: writeImagesSection });
 
 if (import.meta.main) {
   if (process.argv.includes("--floor-worker")) await floorWorker();

@@ -24,7 +24,7 @@ import { AppError, badRequest, validationError } from "../errors.ts";
 import { deleteImage } from "../services/delete.ts";
 import { type FormFields, readForm } from "./form.ts";
 import { AlbumOptions, registerImagePage, SELECT_PREFIX, UtcTime } from "./image.tsx";
-import { CopyButton, FieldError, FormToken, humanBytes, Layout, Notice } from "./layout.tsx";
+import { ConfirmDeleteFooter, CopyButton, FieldError, FormToken, humanBytes, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const PER_PAGE_DEFAULT = 30;
@@ -220,17 +220,7 @@ function ConfirmBulkDelete({ signedIn, images, back }: { signedIn: SignedIn; ima
             </li>
           ))}
         </ul>
-        <FormToken signedIn={signedIn} />
-        <input type="hidden" name="confirmed" value="1" />
-        <input type="hidden" name="back" value={back} />
-        <div class="buttons">
-          <button type="submit" class="danger">
-            {images.length === 1 ? "Delete 1 image" : `Delete ${images.length} images`}
-          </button>
-          <a class="button" href={back}>
-            Cancel
-          </a>
-        </div>
+        <ConfirmDeleteFooter signedIn={signedIn} count={images.length} back={back} />
       </form>
     </Layout>
   );

@@ -138,6 +138,23 @@ export const FieldError = ({ id, error }: { id: string; error?: string }) =>
     </small>
   ) : null;
 
+/** The end of a no-script delete confirmation: the form token, the confirmation, where to go back, Delete and Cancel. */
+export const ConfirmDeleteFooter = ({ signedIn, count, back }: { signedIn: SignedIn; count: number; back: string }) => (
+  <>
+    <FormToken signedIn={signedIn} />
+    <input type="hidden" name="confirmed" value="1" />
+    <input type="hidden" name="back" value={back} />
+    <div class="buttons">
+      <button type="submit" class="danger">
+        {count === 1 ? "Delete 1 image" : `Delete ${count} images`}
+      </button>
+      <a class="button" href={back}>
+        Cancel
+      </a>
+    </div>
+  </>
+);
+
 /** A button that copies `text` (app.js). */
 export const CopyButton = ({ text, label, name }: { text: string; label: string; name?: string }) => (
   <button type="button" class="copy" data-copy={text} data-copy-name={name ?? label}>

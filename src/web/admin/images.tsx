@@ -12,7 +12,7 @@ import { AppError, badRequest, errorStatus, type ErrorCode } from "../../errors.
 import { parseDateTime } from "../../http/time.ts";
 import { type FormFields, readForm } from "../form.ts";
 import { SELECT_PREFIX, UtcTime } from "../image.tsx";
-import { FieldError, FormToken, humanBytes, Notice } from "../layout.tsx";
+import { ConfirmDeleteFooter, FieldError, FormToken, humanBytes, Notice } from "../layout.tsx";
 import { requireAdminSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi, type ApiAnswer } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -268,17 +268,7 @@ function ConfirmDelete({ signedIn, doomed, action, back, single }: { signedIn: S
             </li>
           ))}
         </ul>
-        <FormToken signedIn={signedIn} />
-        <input type="hidden" name="confirmed" value="1" />
-        <input type="hidden" name="back" value={back} />
-        <div class="buttons">
-          <button type="submit" class="danger">
-            {doomed.length === 1 ? "Delete 1 image" : `Delete ${doomed.length} images`}
-          </button>
-          <a class="button" href={back}>
-            Cancel
-          </a>
-        </div>
+        <ConfirmDeleteFooter signedIn={signedIn} count={doomed.length} back={back} />
       </form>
     </AdminLayout>
   );
