@@ -85,8 +85,8 @@ function SessionRow({ s, signedIn }: { s: Session; signedIn: SignedIn }) {
         ) : (
           <form method="post" action={`${BASE}/account/sessions/${s.id}/end`}>
             <FormToken signedIn={signedIn} />
-            <button type="submit" class="danger small" aria-label={`End the session of ${device} at ${address}`}>
-              End session
+            <button type="submit" class="danger small">
+              End session <span class="visually-hidden">{`of ${device} at ${address}`}</span>
             </button>
           </form>
         )}

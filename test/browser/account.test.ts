@@ -129,7 +129,7 @@ describe.skipIf(!hasChromium)("the account page and small things in Chromium", (
     const iphone = page.locator("tbody tr", { hasText: "Safari on iPhone" });
     await expect(iphone.locator('td[data-label="Address"]').textContent()).resolves.toBe("127.0.0.1");
     await shot(page, "04-sessions");
-    await Promise.all([page.waitForURL(`${origin}/user/account?ended`), iphone.getByRole("button", { name: /^End the session of Safari on iPhone/ }).click()]);
+    await Promise.all([page.waitForURL(`${origin}/user/account?ended`), iphone.getByRole("button", { name: /^End session of Safari on iPhone/ }).click()]);
     await page.getByText("That session has ended").waitFor();
     await expect(page.locator("tbody tr", { hasText: "Safari on iPhone" }).count()).resolves.toBe(0);
     await phone.reload();

@@ -153,7 +153,7 @@ export function register(web: Hono<WebEnv>) {
               <span class="status-bad">{readiness.message}</span>
             )}
           </p>
-          <table class="list">
+          <table class="list stack">
             <thead>
               <tr>
                 <th scope="col">Strategy</th>
@@ -170,10 +170,10 @@ export function register(web: Hono<WebEnv>) {
                     <a href={`${ADMIN}/strategies/${s.id}`}>{`#${s.id} ${s.name}`}</a>
                     {!s.enabled && <span class="badge">disabled</span>}
                   </th>
-                  <td>{s.driver}</td>
-                  <td>{s.images.toLocaleString("en")}</td>
-                  <td>{humanBytes(s.usedBytes)}</td>
-                  <td>{s.quotaKb === null ? "none" : humanBytes(s.quotaKb * 1024)}</td>
+                  <td data-label="Driver">{s.driver}</td>
+                  <td data-label="Images">{s.images.toLocaleString("en")}</td>
+                  <td data-label="Used">{humanBytes(s.usedBytes)}</td>
+                  <td data-label="Quota">{s.quotaKb === null ? "none" : humanBytes(s.quotaKb * 1024)}</td>
                 </tr>
               ))}
             </tbody>

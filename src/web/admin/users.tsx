@@ -126,7 +126,7 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
         {errors?.form && <Notice kind="error">{errors.form}</Notice>}
         <FormToken signedIn={c.get("signedIn")} />
         <Field label="Username" id="username" hint="2–64 letters, digits, '_', '.' or '-'">
-          <input id="username" name="username" value={v.username ?? ""} required maxlength={64} {...invalid(errors, "username")} />
+          <input id="username" name="username" type="text" value={v.username ?? ""} required maxlength={64} {...invalid(errors, "username")} />
           <FieldError id="username" error={errors?.fields.username} />
         </Field>
         <Field label="Email" id="email">
@@ -174,7 +174,7 @@ async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?:
         <h2>Account</h2>
         <FormToken signedIn={signedIn} />
         <Field label="Display name" id="name">
-          <input id="name" name="name" value={v.name ?? u.name} required maxlength={100} {...invalid(errors, "name")} />
+          <input id="name" name="name" type="text" value={v.name ?? u.name} required maxlength={100} {...invalid(errors, "name")} />
           <FieldError id="name" error={errors?.fields.name} />
         </Field>
         <Field label="Email" id="email">
@@ -183,7 +183,7 @@ async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?:
         </Field>
         <GroupSelect groups={groups} selected={v.group_id ? Number(v.group_id) : u.group_id} errors={errors} />
         <Field label="Capacity (KB)" id="capacity_kb" hint="Empty: the group's default capacity">
-          <input id="capacity_kb" name="capacity_kb" inputmode="numeric" value={v.capacity_kb ?? (u.capacity_kb === null ? "" : String(u.capacity_kb))} {...invalid(errors, "capacity_kb")} />
+          <input id="capacity_kb" name="capacity_kb" type="text" inputmode="numeric" value={v.capacity_kb ?? (u.capacity_kb === null ? "" : String(u.capacity_kb))} {...invalid(errors, "capacity_kb")} />
           <FieldError id="capacity_kb" error={errors?.fields.capacity_kb} />
         </Field>
         <fieldset>
