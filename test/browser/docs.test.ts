@@ -298,6 +298,21 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
   }, 60_000);
 
   test("loads its script from the server itself and renders the operations", async () => {
+    // playwright-core under Bun now and then loses a response object ("… was not bound in the connection"), in the
+    // navigation or in a call after it; the page itself is fine: the whole check again, on a fresh page, once
+    const lost = (e: unknown) => /was not bound in the connection/.test(String(e));
+    try {
+      await loadsAndRenders();
+    } catch (e) {
+      if (!lost(e)) throw e;
+      console.warn(`docs test: playwright-core lost a response binding (${String(e).slice(0, 120)}); checking again on a fresh page`);
+      await page.close().catch(() => {});
+      page = await context.newPage();
+      await loadsAndRenders();
+    }
+  }, 90_000);
+
+  async function loadsAndRenders() {
     // playwright-core under Bun now and then loses the navigation's response object ("… was not bound in the
     // connection"); the page itself is fine: a retry, and if the binding is lost again, the page's own status
     const load = () => page.goto(`${origin}/docs`, { waitUntil: "load" }).then((r) => r?.status());
@@ -331,7 +346,7 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
     expect(received.some((r) => r.method === "GET" && r.path === "/docs/scalar.js")).toBe(true);
     expect(received.some((r) => r.method === "GET" && r.path === "/api/v1/openapi.json")).toBe(true);
     await shot(page, "01-loaded");
-  }, 60_000);
+  }
 
   test("links a favicon that the server serves", async () => {
     await expect(page.evaluate(() => document.querySelector('link[rel~="icon"]')?.getAttribute("href"))).resolves.toBe("/favicon.svg");
