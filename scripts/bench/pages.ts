@@ -27,7 +27,7 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { admin, type AppServer, serverScriptEnv, startAppServer } from "./servers.ts";
 import { ensureTools, type Tools } from "./tools.ts";
-import { cleanup, fmt, freshDatabase, interrupted, markdownTable, median, onCleanup, ROOT, run, standaloneSection } from "./util.ts";
+import { cleanup, fmt, freshDatabase, interrupted, markdownTable, median, onCleanup, ROOT, run, standaloneSection, writeSection } from "./util.ts";
 import { Wrk } from "./wrk.ts";
 
 export const PAGES_HEADING = "## User center pages at scale (issue 18)";
@@ -391,24 +391,6 @@ async function setUp(key: Key, dir: string, log: (m: string) => void, quick: boo
 
 // ---------------------------------------------------------------- report helpers
 
-/** Replaces the section under `heading` (up to the next `## ` heading) in `file`, or appends it; creates the file when missing. */
-export function writeSection(file: string, heading: string, section: string) {
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
-  const lines = text.split("\n");
-  const start = lines.findIndex((l) => l.trim() === heading);
-  const body = section.trimEnd().split("\n");
-  let out: string[];
-  if (start < 0) {
-    const head = text.trimEnd();
-    out = head ? [...head.split("\n"), "", ...body, ""] : [...body, ""];
-  } else {
-    let end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
-    if (end < 0) end = lines.length;
-    const after = lines.slice(end);
-    out = [...lines.slice(0, start), ...body, ...(after.length ? ["", ...after] : [""])];
-  }
-  writeFileSync(file, out.join("\n"));
-}
 export const writePagesSection = (file: string, section: string) => writeSection(file, PAGES_HEADING, section);
 
 const la = (l: number[]) => l.map((x) => x.toFixed(2)).join(" / ");

@@ -1,5 +1,5 @@
 /** Small helpers shared by the benchmark's modules: paths, statistics, formatting, child processes, cleanup. */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dir, "../..");
@@ -212,4 +212,23 @@ export async function standaloneSection(options: {
     await cleanup();
   }
   process.exit(code);
+}
+
+/** Replaces the section under `heading` (up to the next `## ` heading) in `file`, or appends it; creates the file when missing. */
+export function writeSection(file: string, heading: string, section: string) {
+  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.trim() === heading);
+  const body = section.trimEnd().split("\n");
+  let out: string[];
+  if (start < 0) {
+    const head = text.trimEnd();
+    out = head ? [...head.split("\n"), "", ...body, ""] : [...body, ""];
+  } else {
+    let end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
+    if (end < 0) end = lines.length;
+    const after = lines.slice(end);
+    out = [...lines.slice(0, start), ...body, ...(after.length ? ["", ...after] : [""])];
+  }
+  writeFileSync(file, out.join("\n"));
 }

@@ -26,7 +26,7 @@ import { PHONE_EXIF, PHONE_XMP } from "../../test/support/metadata-fixtures.ts";
 import { cpuMs, descendants, pssKb, rssKb } from "./procfs.ts";
 import { type Account, admin, type AppServer, createAccount, serverScriptEnv, startAppServer } from "./servers.ts";
 import { ensureTools, type Tools } from "./tools.ts";
-import { cleanup, fmt, interrupted, markdownTable, median, onCleanup, percentile, ROOT, run, standaloneSection } from "./util.ts";
+import { cleanup, fmt, interrupted, markdownTable, median, onCleanup, percentile, ROOT, run, standaloneSection, writeSection } from "./util.ts";
 import { Wrk } from "./wrk.ts";
 
 export const IMAGES_HEADING = "## Images: variants, metadata strip, thumbnails (issue 17)";
@@ -375,24 +375,7 @@ async function describeSource(): Promise<string> {
   return `commit ${subject.length > 90 ? `${subject.slice(0, 87)}…` : subject}${dirty ? ` + uncommitted changes in ${dirty.split("\n").length} files of src/, drizzle/ or the package files` : ""}`;
 }
 
-/** Replaces the section under IMAGES_HEADING (up to the next `## ` heading) in `file`, or appends it; creates the file when missing. */
-export function writeImagesSection(file: string, section: string) {
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "";
-  const lines = text.split("\n");
-  const start = lines.findIndex((l) => l.trim() === IMAGES_HEADING);
-  const body = section.trimEnd().split("\n");
-  let out: string[];
-  if (start < 0) {
-    const head = text.trimEnd();
-    out = head ? [...head.split("\n"), "", ...body, ""] : [...body, ""];
-  } else {
-    let end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
-    if (end < 0) end = lines.length;
-    const after = lines.slice(end);
-    out = [...lines.slice(0, start), ...body, ...(after.length ? ["", ...after] : [""])];
-  }
-  writeFileSync(file, out.join("\n"));
-}
+export const writeImagesSection = (file: string, section: string) => writeSection(file, IMAGES_HEADING, section);
 
 // ---------------------------------------------------------------- the cells
 
