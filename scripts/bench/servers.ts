@@ -90,7 +90,9 @@ export async function startAppServer(opts: { label: string; dataDir: string; adm
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
   // the log goes to a file, as under systemd to the journal: no reader in this process competes for the CPU
   const logFile = `${opts.dataDir}.server-${port}.log`; // beside DATA_DIR, which the server makes itself
-  const proc = Bun.spawn([process.execPath, "run", "src/server.ts"], { cwd: ROOT, env, stdout: Bun.file(logFile), stderr: "pipe", stdin: "ignore" });
+  // BENCH_CPU_PROF=DIR: each server writes a CPU profile (markdown) into DIR when it stops — where a page spends its time
+  const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const proc = Bun.spawn([process.execPath, ...prof, "run", "src/server.ts"], { cwd: ROOT, env, stdout: Bun.file(logFile), stderr: "pipe", stdin: "ignore" });
   const out = () => {
     try {
       return readFileSync(logFile, "utf8").slice(-8000);
