@@ -4,6 +4,7 @@ import type { Db } from "./db/client.ts";
 import type { StorageRegistry } from "./storage/index.ts";
 import type { Logger } from "./observability/log.ts";
 import type { PoolReader } from "./observability/metrics.ts";
+import type { WebhookSettings } from "./webhooks/settings.ts";
 
 export interface Config {
   baseUrl: string;
@@ -26,6 +27,8 @@ export interface Config {
   metricsToken?: string;
   /** The database in use, as the admin overview names it (absent in tests that build their own). */
   database?: { kind: "embedded" | "external"; detail: string };
+  /** Issue 19: the webhooks' secret key, allow list and delivery bounds. */
+  webhooks?: WebhookSettings;
 }
 
 export interface Deps {

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { parseAllowList } from "./webhooks/address-guard.ts";
+import { parseKey } from "./webhooks/secret-box.ts";
 import { LOG_LEVELS } from "./observability/log.ts";
 
 /** Whether the runtime knows `name` as an IANA time zone (or an offset zone like UTC, Etc/GMT+2). */
@@ -58,6 +60,23 @@ export const envSchema = z
       .default("info"),
     LOG_OBJECT_REQUESTS: bool.default(true),
     METRICS_TOKEN: z.string().min(16, "must be at least 16 characters (generate one with: openssl rand -base64 24)").optional(),
+    // issue 19: webhooks. Hosts and ranges a webhook may reach although loopback, private or link-local
+    WEBHOOK_ALLOW: z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        try {
+          return parseAllowList(v);
+        } catch (e) {
+          ctx.addIssue({ code: "custom", message: (e as Error).message.replace(/^WEBHOOK_ALLOW: /, "") });
+          return z.NEVER;
+        }
+      }),
+    WEBHOOK_SECRET_KEY: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || isKey(v), "must be 32 bytes: 64 hex digits or base64 (generate one with: openssl rand -base64 32)"),
+    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
     TZ: z
       .string()
       .refine(isTimeZone, { error: (i) => `${JSON.stringify(i.input)} is not a time zone (use a name like UTC or Europe/Paris)` })
@@ -68,10 +87,19 @@ export const envSchema = z
     BASE_URL: (e.BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
   }));
 
+function isKey(v: string) {
+  try {
+    parseKey(v, "WEBHOOK_SECRET_KEY");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export type Env = z.infer<typeof envSchema>;
 
 /** Variables whose value a start-up error never shows (DATABASE_URL may hold a password). */
-const SECRET_VARIABLES = new Set(["ADMIN_TOKEN", "METRICS_TOKEN", "DATABASE_URL"]);
+const SECRET_VARIABLES = new Set(["ADMIN_TOKEN", "METRICS_TOKEN", "DATABASE_URL", "WEBHOOK_SECRET_KEY"]);
 
 /**
  * The environment, or one line per bad variable naming it and showing what was given (never a secret):

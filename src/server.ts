@@ -13,6 +13,8 @@ import { StorageRegistry } from "./storage/index.ts";
 import { startReconciler } from "./services/reconcile.ts";
 import { startSweeper } from "./services/sweeper.ts";
 import { startRemovals } from "./services/removals.ts";
+import { startQueue } from "./webhooks/queue.ts";
+import { resolveWebhookKey, secretBox } from "./webhooks/secret-box.ts";
 
 /** A start-up failure the operator can fix: one line naming the variable, no stack trace, exit 1. */
 function refuseToStart(line: string): never {
@@ -96,6 +98,7 @@ const deps = {
     bodyReadTimeoutSeconds: env.BODY_READ_TIMEOUT_SECONDS,
     uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, perCaller: env.UPLOAD_BODIES_PER_CALLER, total: env.UPLOAD_BODIES_TOTAL },
     metricsToken: env.METRICS_TOKEN,
+    webhooks: { box: secretBox(resolveWebhookKey(env.WEBHOOK_SECRET_KEY, env.DATA_DIR)), allow: env.WEBHOOK_ALLOW },
     database: database.embedded ? { kind: "embedded" as const, detail: `embedded PostgreSQL in ${database.embedded.dir}` } : { kind: "external" as const, detail: "PostgreSQL at DATABASE_URL" },
   },
   clock: () => new Date(),
@@ -128,6 +131,8 @@ try {
 const sweeper = startSweeper(deps, env.SWEEP_INTERVAL_SECONDS * 1000);
 const removals = startRemovals(deps); // objects of deleted images and dead uploads, within seconds, on every instance
 const reconciler = startReconciler(deps, env.RECONCILE_INTERVAL_SECONDS * 1000);
+// webhook deliveries (issue 19): every instance runs workers; the queue gives each job to one of them
+const queue = await startQueue(deps, database.connection!, { concurrency: env.WEBHOOK_CONCURRENCY });
 log.info(
   { address: `http://${env.HOST}:${server.port}`, base_url: env.BASE_URL, database: database.driver === "postgres" && !database.embedded ? "postgres" : "embedded" },
   `Image host listening on http://${env.HOST}:${server.port} (public address ${env.BASE_URL}, ` +
@@ -143,6 +148,7 @@ async function shutdown(signal: string) {
   await removals.stop();
   await reconciler.stop();
   await server.stop(); // waits for in-flight requests
+  await queue.stop(); // running deliveries finish; their jobs are released
   await database.close();
   log.info("stopped");
   log.flush();

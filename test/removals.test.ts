@@ -62,7 +62,7 @@ describe("a delete killed between its commit and the objects' removal", () => {
     // the delete's transaction, committed; the process dies before finishRemovals
     await ctx.db.transaction(async (tx) => {
       const image = await findImageForOwner(tx, up.key, alice.id, true);
-      await removeImage(tx, image!);
+      await removeImage(ctx.deps, tx, image!);
     });
     const after = await profile(alice);
     expect(after.image_num).toBe(before.image_num - 1);

@@ -19,6 +19,7 @@ import {
   TAKEOVER_MS,
 } from "./embedded.ts";
 import * as schema from "./schema.ts";
+import { installQueue } from "../webhooks/queue.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -27,6 +28,8 @@ export type Executor = Db | Tx;
 
 export interface Database {
   db: Db;
+  /** How to reach it (a URL, or the embedded server's socket): the job queue opens its own small pool with it. */
+  connection?: Connection;
   driver: "postgres" | "pglite";
   /** Applies drizzle/ migrations; idempotent and safe when several instances start at once. */
   migrate(): Promise<void>;
@@ -58,6 +61,7 @@ export function openPostgres(connection: Connection, options: { max?: number; id
   return {
     db,
     driver: "postgres",
+    connection,
     async pool() {
       const [row] = await client<{ open: number; active: number }[]>`
         select count(*)::int as open, (count(*) filter (where state <> 'idle'))::int as active
@@ -70,6 +74,7 @@ export function openPostgres(connection: Connection, options: { max?: number; id
       try {
         await single`select pg_advisory_lock(${MIGRATION_LOCK})`;
         await migratePostgres(drizzlePostgres(single, { schema }), { migrationsFolder });
+        await installQueue(connection); // graphile-worker's own schema (webhooks), under the same lock
       } finally {
         await single.end({ timeout: 5 });
       }

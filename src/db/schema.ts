@@ -351,3 +351,73 @@ export const passwordLinks = pgTable(
   },
   (t) => [uniqueIndex("password_links_token_hash_key").on(t.tokenHash), index("password_links_user_idx").on(t.userId)],
 );
+
+/** Issue 19: what an event can be about. */
+export const EVENT_TYPES = ["image.uploaded", "image.deleted", "image.expired", "token.revoked", "user.disabled"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * Issue 19: where events are sent. A user's endpoint (owner set) receives the events of that user's own images and
+ * tokens; a site-wide endpoint (owner null, made by an administrator) receives every event. The signing secret is
+ * stored encrypted (services' webhooks/secret-box.ts): it must be read back to sign, so it cannot be hashed.
+ */
+export const webhookEndpoints = pgTable(
+  "webhook_endpoints",
+  {
+    id: serial("id").primaryKey(),
+    ownerId: integer("owner_id").references(() => users.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    description: text("description").notNull().default(""),
+    events: text("events").array().$type<EventType[]>().notNull(),
+    secretSealed: text("secret_sealed").notNull(),
+    enabled: boolean("enabled").notNull().default(true),
+    // why it stopped: "answered 410 Gone", "failing for a day", "by its owner"
+    disabledReason: text("disabled_reason"),
+    disabledAt: timestamp("disabled_at", { withTimezone: true, mode: "date" }),
+    // the first failed attempt since the last delivered one: a day of failures disables the endpoint
+    failingSince: timestamp("failing_since", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [index("webhook_endpoints_owner_idx").on(t.ownerId)],
+);
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+/**
+ * Issue 19: one event for one endpoint, and the log of its attempts. The body is kept as sent (signatures cover its
+ * bytes, and a retry sends the same ones). `seq` orders the events: a delivery waits while an earlier one of the same
+ * subject (the image, the token, the user) to the same endpoint is still pending.
+ */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    endpointId: integer("endpoint_id").notNull().references(() => webhookEndpoints.id, { onDelete: "cascade" }),
+    messageId: text("message_id").notNull(),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    eventType: text("event_type").notNull(),
+    subject: text("subject").notNull(),
+    body: text("body").notNull(),
+    status: text("status").$type<DeliveryStatus>().notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
+    lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true, mode: "date" }),
+    lastStatusCode: integer("last_status_code"),
+    lastLatencyMs: integer("last_latency_ms"),
+    lastError: text("last_error"),
+    deliveredAt: timestamp("delivered_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_endpoint_message_key").on(t.endpointId, t.messageId),
+    index("webhook_deliveries_endpoint_created_idx").on(t.endpointId, t.id),
+    index("webhook_deliveries_pending_subject_idx").on(t.endpointId, t.subject, t.seq).where(sql`${t.status} = 'pending'`),
+  ],
+);
+
+/** Issue 19: graphile-worker's workers of each instance and when they were last seen (webhooks/queue.ts). */
+export const jobWorkers = pgTable("job_workers", {
+  workerId: text("worker_id").primaryKey(),
+  instance: text("instance").notNull(),
+  seenAt: timestamp("seen_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+});

@@ -4,6 +4,7 @@ import { deleteSessionsOfUser } from "../db/repositories/sessions.ts";
 import { revokeTokensOfUser } from "../db/repositories/tokens.ts";
 import { images, users } from "../db/schema.ts";
 import { removeImage } from "./delete.ts";
+import { emitUserDisabled } from "../webhooks/events.ts";
 import { lookupCacheFor } from "./lookup-cache.ts";
 import { finishRemovals } from "./removals.ts";
 
@@ -21,8 +22,9 @@ const BATCH = 200;
 export async function deleteUserAndImages(deps: Deps, userId: number): Promise<{ images: number } | null> {
   const { db } = deps;
   const found = await db.transaction(async (tx) => {
-    const [row] = await tx.update(users).set({ enabled: false }).where(eq(users.id, userId)).returning({ id: users.id });
+    const [row] = await tx.update(users).set({ enabled: false }).where(eq(users.id, userId)).returning({ id: users.id, username: users.username });
     if (!row) return false;
+    await emitUserDisabled(tx, row, "deleted", deps.clock());
     await revokeTokensOfUser(tx, userId, deps.clock());
     await deleteSessionsOfUser(tx, userId);
     return true;
@@ -34,7 +36,7 @@ export async function deleteUserAndImages(deps: Deps, userId: number): Promise<{
     const { queued, count } = await db.transaction(async (tx) => {
       const batch = await tx.select().from(images).where(eq(images.userId, userId)).limit(BATCH).for("update");
       const ids: number[] = [];
-      for (const image of batch) ids.push(...(await removeImage(tx, image)));
+      for (const image of batch) ids.push(...(await removeImage(deps, tx, image)));
       return { queued: ids, count: batch.length };
     });
     removed += count;

@@ -1,7 +1,9 @@
 import type { Deps } from "../deps.ts";
 import { deleteImageAndRelease, findImageForOwner, type ImageRow } from "../db/repositories/images.ts";
 import { queueRemovals } from "../db/repositories/stored-objects.ts";
-import { variantPathsOf } from "../db/repositories/variants.ts";
+import { variantsOf } from "../db/repositories/variants.ts";
+import { getStrategy } from "../db/repositories/strategies.ts";
+import { emitEvent, imageEventData } from "../webhooks/events.ts";
 import type { RemovalReason } from "../db/schema.ts";
 import type { Tx } from "../db/client.ts";
 import { notFound } from "../errors.ts";
@@ -14,14 +16,31 @@ import { finishRemovals } from "./removals.ts";
  * listed, charged and whole, or gone from the account with its objects bound to be removed. Nothing touches the
  * storage here: call finishRemovals with the returned ids after the commit (see services/removals.ts).
  */
-export async function removeImage(tx: Tx, image: ImageRow, reason: RemovalReason = "delete"): Promise<number[]> {
+export async function removeImage(
+  deps: Pick<Deps, "storage" | "config" | "clock">,
+  tx: Tx,
+  image: ImageRow,
+  reason: Exclude<RemovalReason, "upload"> = "delete",
+): Promise<number[]> {
   const paths = image.thumbnailPath ? [image.path, image.thumbnailPath] : [image.path];
   // its variants (issue 17 §3): their rows go with the image (cascade), their objects with its own. The image row is
   // locked (FOR UPDATE) by every caller, so a variant being recorded now waits for this commit and then finds the
   // image gone: it gives its object up itself.
-  paths.push(...(await variantPathsOf(tx, image.id)));
+  const variants = await variantsOf(tx, image.id);
+  paths.push(...variants.map((v) => v.path));
   const queued = await queueRemovals(tx, image.strategyId, paths, reason);
   await deleteImageAndRelease(tx, image);
+  // issue 19: the event commits with the deletion; it lists every address that served the image (a CDN purges them)
+  const strategy = await getStrategy(tx, image.strategyId);
+  if (strategy) {
+    await emitEvent(tx, {
+      type: reason === "expiry" ? "image.expired" : "image.deleted",
+      ownerId: image.userId,
+      subject: `image:${image.key}`,
+      at: deps.clock(),
+      data: imageEventData(image, strategy, deps.storage, deps.config.baseUrl, variants),
+    });
+  }
   return queued;
 }
 
@@ -37,7 +56,7 @@ export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string
   const queued = await deps.db.transaction(async (tx) => {
     const image = await findImageForOwner(tx, keyOrName, ownerId, true);
     if (!image) throw notFound("Image not found.");
-    return removeImage(tx, image);
+    return removeImage(deps, tx, image);
   });
   // the freed quota: the next automatic upload here prefers that strategy again at once (contract 4.2, rule 2)
   lookupCacheFor(deps).forget("strategies:");

@@ -5,6 +5,7 @@ import { finishRemovals } from "./removals.ts";
 import { pruneLimits } from "./limits.ts";
 import { pruneSessions } from "./sessions.ts";
 import { pruneDeadTokens } from "./tokens.ts";
+import { pruneDeliveries } from "./webhooks.ts";
 import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
 import { recordRun } from "./last-runs.ts";
 import { metricsFor } from "../observability/metrics.ts";
@@ -39,7 +40,7 @@ async function sweep(deps: Deps, max: number): Promise<number> {
         const image = await lockNextExpiredImage(tx, now, failed);
         if (!image) return "done" as const;
         current = image.id;
-        queued = await removeImage(tx, image, "expiry");
+        queued = await removeImage(deps, tx, image, "expiry");
         return "removed" as const;
       })
       .catch((e) => {
@@ -62,6 +63,7 @@ async function sweep(deps: Deps, max: number): Promise<number> {
   await pruneLimits(deps.db, now);
   await pruneDeadTokens(deps.db, now);
   await pruneSessions(deps.db, now);
+  await pruneDeliveries(deps.db, now);
   return removed;
 }
 

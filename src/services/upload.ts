@@ -1,4 +1,5 @@
 import type { Deps } from "../deps.ts";
+import { eventStatement, imageEventData } from "../webhooks/events.ts";
 import type { Group } from "../db/repositories/groups.ts";
 import { type ImageRow, RecordRefused, recordAcceptedUpload } from "../db/repositories/images.ts";
 import type { Strategy } from "../db/repositories/strategies.ts";
@@ -398,31 +399,41 @@ async function storeAndRecord(
       throw new AppError("internal", "The storage service failed; nothing was stored.");
     }
     try {
+      const row = {
+        key: randomToken(12),
+        userId: caller.kind === "user" ? caller.user.id : null,
+        albumId: input.albumId ?? null,
+        strategyId: strategy.id,
+        path: objects.path,
+        thumbnailPath: thumbnail?.path ?? null,
+        name: objects.name,
+        originName: upload.originName,
+        size: upload.size,
+        mimetype: upload.mimetype,
+        extension: upload.extension,
+        width: objects.width,
+        height: objects.height,
+        md5: objects.md5,
+        sha1: objects.sha1,
+        isPublic: input.isPublic,
+        expiredAt: input.expiredAt ?? null,
+        uploaderIp: input.ip,
+        createdAt: now,
+      };
+      // the event commits with the record, in its one statement (issue 19): never sent for an upload that did not happen
+      const event = eventStatement({
+        type: "image.uploaded",
+        ownerId: row.userId,
+        subject: `image:${row.key}`,
+        at: now,
+        data: imageEventData({ ...row, id: 0 }, strategy, deps.storage, deps.config.baseUrl),
+      });
       return await recordAcceptedUpload(
         deps.db,
-        {
-          key: randomToken(12),
-          userId: caller.kind === "user" ? caller.user.id : null,
-          albumId: input.albumId ?? null,
-          strategyId: strategy.id,
-          path: objects.path,
-          thumbnailPath: thumbnail?.path ?? null,
-          name: objects.name,
-          originName: upload.originName,
-          size: upload.size,
-          mimetype: upload.mimetype,
-          extension: upload.extension,
-          width: objects.width,
-          height: objects.height,
-          md5: objects.md5,
-          sha1: objects.sha1,
-          isPublic: input.isPublic,
-          expiredAt: input.expiredAt ?? null,
-          uploaderIp: input.ip,
-          createdAt: now,
-        },
+        row,
         { subject, defaultCapacityKb: caller.group.defaultCapacityKb, limits: frequencyLimitsOf(caller.group) },
         lease.ids,
+        event,
       );
     } catch (e) {
       await lease.giveUp();

@@ -1,4 +1,7 @@
 import { chmodSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { parseAllowList } from "../../src/webhooks/address-guard.ts";
+import { secretBox } from "../../src/webhooks/secret-box.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import createClient from "openapi-fetch";
@@ -154,7 +157,7 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
   const deps: Deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, perCaller: 1000, total: 1000 }, ...config },
+    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, perCaller: 1000, total: 1000 }, webhooks: { box: secretBox(randomBytes(32)), allow: parseAllowList(undefined) }, ...config },
     clock: () => new Date(Date.now() + offsetMs),
     log: testLog.logger,
     pool: database.pool,

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, ilike, inArray, isNull, lte, notInArray, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, ilike, inArray, isNull, lte, notInArray, or, type SQL, sql } from "drizzle-orm";
 import type { Executor, Tx } from "../client.ts";
 import { albums, images, strategies, users } from "../schema.ts";
 
@@ -200,6 +200,8 @@ export async function recordAcceptedUpload(
   image: Omit<NewImage, "id" | "createdAt"> & { createdAt: Date },
   charge: { subject: string; defaultCapacityKb: number; limits: FrequencyLimits },
   pendingIds?: number[],
+  /** A statement evaluated in the same one (webhooks/events.ts eventStatement): it commits with the record or not at all. */
+  alongside?: SQL,
 ): Promise<ImageRow> {
   const { limits } = charge;
   const at = (d: Date | null | undefined) => (d ? d.toISOString() : null);
@@ -215,7 +217,7 @@ export async function recordAcceptedUpload(
       ${image.key}::text, ${image.albumId ?? null}::integer, ${image.path}::text, ${image.thumbnailPath ?? null}::text, ${image.name}::text,
       ${image.originName}::text, ${image.mimetype}::text, ${image.extension}::text, ${image.width}::integer, ${image.height}::integer,
       ${image.md5}::text, ${image.sha1}::text, ${image.isPublic ?? true}::boolean, ${at(image.expiredAt)}::timestamptz, ${image.uploaderIp ?? ""}::text
-    )::text as id`);
+    )::text as id${alongside ? sql`, ${alongside} as alongside` : sql``}`);
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause ?? (e as { code?: string; message?: string });
     const reason = cause.code ? refusals[cause.code as keyof typeof refusals] : undefined;

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, gt, isNotNull, isNull, lt, ne, notInArray, or, sql } from "drizzle-orm";
+import { emitTokensRevoked } from "../../webhooks/events.ts";
 import type { Executor } from "../client.ts";
 import { groups, tokens, users } from "../schema.ts";
 
@@ -43,16 +44,20 @@ export async function revokeToken(db: Executor, id: number, at: Date): Promise<b
       .update(tokens)
       .set({ revokedAt: at })
       .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
-      .returning({ id: tokens.id });
-    await tx
+      .returning(revokedColumns);
+    const issued = await tx
       .update(tokens)
       .set({ revokedAt: at })
-      .where(and(eq(tokens.parentTokenId, id), isNull(tokens.revokedAt)));
+      .where(and(eq(tokens.parentTokenId, id), isNull(tokens.revokedAt)))
+      .returning(revokedColumns);
+    await emitTokensRevoked(tx, [...revoked, ...issued], at); // issue 19: the events commit with the revocation
     if (revoked.length > 0) return true;
     const [exists] = await tx.select({ id: tokens.id }).from(tokens).where(eq(tokens.id, id));
     return exists !== undefined;
   });
 }
+
+const revokedColumns = { id: tokens.id, userId: tokens.userId, kind: tokens.kind, label: tokens.label };
 
 /** What may be shown of a token: everything but its secret hash. */
 const shown = {
@@ -152,7 +157,8 @@ export async function revokeTokensOfUser(db: Executor, userId: number, at: Date,
         keepSessionId === null ? undefined : or(isNull(tokens.sessionId), ne(tokens.sessionId, keepSessionId)),
       ),
     )
-    .returning({ id: tokens.id });
+    .returning(revokedColumns);
+  await emitTokensRevoked(db, rows, at);
   return rows.length;
 }
 

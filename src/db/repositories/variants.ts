@@ -15,9 +15,12 @@ export async function findVariant(db: Executor, imageId: number, width: number, 
 }
 
 /** The paths of an image's variants (the delete queues their removal; the row goes with the image by cascade). */
-export async function variantPathsOf(db: Executor, imageId: number): Promise<string[]> {
-  const rows = await db.select({ path: imageVariants.path }).from(imageVariants).where(eq(imageVariants.imageId, imageId));
-  return rows.map((r) => r.path);
+export async function variantsOf(db: Executor, imageId: number): Promise<{ path: string; width: number; format: VariantFormat }[]> {
+  return db
+    .select({ path: imageVariants.path, width: imageVariants.width, format: imageVariants.format })
+    .from(imageVariants)
+    .where(eq(imageVariants.imageId, imageId))
+    .orderBy(imageVariants.id);
 }
 
 /** Drops the row of a variant whose object is gone (it is made again on its next request). */

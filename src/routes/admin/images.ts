@@ -161,7 +161,7 @@ export async function deleteAnyImage(deps: Deps, keyOrName: string): Promise<boo
   }
   const queued = await deps.db.transaction(async (tx) => {
     const [image] = await tx.select().from(images).where(and(eq(images.key, found.key), isNull(images.userId))).limit(1).for("update");
-    return image ? removeImage(tx, image) : null;
+    return image ? removeImage(deps, tx, image) : null;
   });
   if (queued === null) return false;
   lookupCacheFor(deps).forget("strategies:");

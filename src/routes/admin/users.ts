@@ -3,6 +3,9 @@ import { getDefaultGroup, getGroup } from "../../db/repositories/groups.ts";
 import { deleteSessionsOfUser } from "../../db/repositories/sessions.ts";
 import { createUser, getUser, listUsers, updateUser, type User } from "../../db/repositories/users.ts";
 import type { Db } from "../../db/client.ts";
+import { eq } from "drizzle-orm";
+import { users } from "../../db/schema.ts";
+import { emitUserDisabled } from "../../webhooks/events.ts";
 import { notFound, validationError } from "../../errors.ts";
 import { clientIp } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
@@ -169,7 +172,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       const b = c.req.valid("json");
       await checkGroup(db, b.group_id);
       const id = c.req.valid("param").id;
-      const user = await changeUser(db, id, b).catch((e) => {
+      const user = await changeUser(db, id, b, c.get("deps").clock()).catch((e) => {
         if (isUniqueViolation(e)) throw validationError({ email: ["The email is already taken."] });
         throw e;
       });
@@ -180,9 +183,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
   registerAccountActions(app);
 }
 
-async function changeUser(db: Db, id: number, b: z.infer<typeof UpdateUser>) {
+async function changeUser(db: Db, id: number, b: z.infer<typeof UpdateUser>, now: Date) {
   const passwordHash = b.password === undefined ? undefined : b.password === null ? null : await hashPassword(b.password);
   return db.transaction(async (tx) => {
+    // was it enabled? (locked: two administrators disabling it at once send one user.disabled)
+    const [before] = b.enabled === false ? await tx.select({ enabled: users.enabled }).from(users).where(eq(users.id, id)).for("update") : [];
     const updated = await updateUser(tx, id, {
       enabled: b.enabled,
       groupId: b.group_id,
@@ -193,6 +198,7 @@ async function changeUser(db: Db, id: number, b: z.infer<typeof UpdateUser>) {
       passwordHash,
     });
     if (!updated) return null;
+    if (before?.enabled && !updated.enabled) await emitUserDisabled(tx, updated, "disabled", now);
     // whoever knew the old password is signed out everywhere; a disabled account (or one moved into a disabled
     // group) is signed out too, so that enabling it again does not bring its old sessions back
     const group = b.group_id === undefined ? null : await getGroup(tx, updated.groupId);

@@ -1,0 +1,124 @@
+/**
+ * Issue 19: events, written in the transaction of the change they describe (an outbox): a rolled-back change sends
+ * nothing, a committed one is never forgotten, even when the instance dies right after the commit. Writing one costs
+ * one statement in that transaction, and nothing at all when no enabled endpoint wants the event: the statement adds
+ * one graphile-worker job (`webhook_event`, queue `webhook_events`) only when such an endpoint exists. The job then
+ * makes one delivery per endpoint (webhooks/deliver.ts).
+ *
+ * `seq` (a sequence, taken in the same statement) orders the events of one subject: an image's `image.uploaded` is
+ * always before its `image.deleted`, whose transaction can only begin once the upload's has committed.
+ */
+import { type SQL, sql } from "drizzle-orm";
+import type { Executor } from "../db/client.ts";
+import type { ImageRow } from "../db/repositories/images.ts";
+import type { EventType, VariantFormat } from "../db/schema.ts";
+import type { StorageRegistry } from "../storage/index.ts";
+import type { Strategy } from "../db/repositories/strategies.ts";
+
+export const EVENT_JOB = "webhook_event";
+export const EVENT_QUEUE = "webhook_events";
+
+export interface EventInput {
+  type: EventType;
+  /** The account whose endpoints receive it besides the site-wide ones; null: the site-wide endpoints only. */
+  ownerId: number | null;
+  /** What the event is about, for ordering: `image:<key>`, `token:<id>`, `user:<id>`. */
+  subject: string;
+  data: Record<string, unknown>;
+  at: Date;
+}
+
+/**
+ * The statement (a fragment usable inside a larger one) that adds the event's job when some enabled endpoint wants
+ * it; its value is the number of jobs added (0 or 1). Account names are read in the same statement.
+ */
+export function eventStatement(event: EventInput): SQL {
+  const id = `msg_${crypto.randomUUID().replace(/-/g, "")}`;
+  const owner = event.ownerId;
+  const payload = sql`json_build_object(
+      'id', ${id}::text, 'seq', nextval('webhook_event_seq'), 'type', ${event.type}::text,
+      'timestamp', ${event.at.toISOString()}::text, 'owner_id', ${owner}::integer, 'subject', ${event.subject}::text,
+      'data', ${JSON.stringify(event.data)}::jsonb
+        || case when ${owner}::integer is null then '{}'::jsonb
+           else jsonb_build_object('owner', (select jsonb_build_object('id', u.id, 'username', u.username) from users u where u.id = ${owner}::integer)) end
+    )`;
+  return sql`(select count(*)::int from (
+      select graphile_worker.add_job(${EVENT_JOB}::text, ${payload}, queue_name => ${EVENT_QUEUE}::text, max_attempts => 25)
+      where exists (
+        select 1 from webhook_endpoints e
+        where e.enabled and (e.owner_id is null or e.owner_id = ${owner}::integer) and ${event.type}::text = any(e.events)
+      )
+    ) added)`;
+}
+
+/** Writes the event in the caller's transaction (one statement). */
+export async function emitEvent(tx: Executor, event: EventInput): Promise<void> {
+  await tx.execute(sql`select ${eventStatement(event)} as added`);
+}
+
+/** Where an image is served: its original and thumbnail (on its strategy) and its variants (on this server). */
+export function imageAddresses(
+  image: Pick<ImageRow, "path" | "thumbnailPath" | "width" | "mimetype">,
+  strategy: Pick<Strategy, "id" | "driver" | "config">,
+  storage: StorageRegistry,
+  baseUrl: string,
+  variants: { width: number; format: VariantFormat }[] = [],
+): { url: string; thumbnail_url: string; addresses: string[] } {
+  const driver = storage.for(strategy);
+  const url = driver.url(image.path);
+  const thumbnailUrl = image.thumbnailPath ? driver.url(image.thumbnailPath) : url;
+  const addresses = [url];
+  if (thumbnailUrl !== url) addresses.push(thumbnailUrl);
+  const base = `${baseUrl.replace(/\/+$/, "")}/i/${image.path.split("/").map(encodeURIComponent).join("/")}`;
+  const own = image.mimetype.replace(/^image\//, "");
+  for (const v of variants) {
+    const w = v.width < image.width ? `w=${v.width}&` : "";
+    addresses.push(`${base}?${w}format=${v.format}`);
+    if (v.format === own && w) addresses.push(`${base}?w=${v.width}`); // the original's format, asked for without `format`
+  }
+  return { url, thumbnail_url: thumbnailUrl, addresses: [...new Set(addresses)] };
+}
+
+/** The `data` of an image event (owner added by the statement): no uploader address, no token, nothing secret. */
+export function imageEventData(
+  image: ImageRow,
+  strategy: Pick<Strategy, "id" | "name" | "driver" | "config">,
+  storage: StorageRegistry,
+  baseUrl: string,
+  variants?: { width: number; format: VariantFormat }[],
+): Record<string, unknown> {
+  const { url, thumbnail_url, addresses } = imageAddresses(image, strategy, storage, baseUrl, variants);
+  return {
+    key: image.key,
+    owner: null, // a guest's upload; an account's is filled in by the statement
+    strategy: { id: strategy.id, name: strategy.name },
+    pathname: image.path,
+    origin_name: image.originName,
+    mimetype: image.mimetype,
+    size: image.size / 1024,
+    width: image.width,
+    height: image.height,
+    is_public: image.isPublic,
+    url,
+    thumbnail_url,
+    ...(variants ? { addresses } : {}),
+  };
+}
+
+/** `token.revoked` for each token revoked (its id and kind: never its secret). */
+export async function emitTokensRevoked(tx: Executor, revoked: { id: number; userId: number; kind: string; label?: string | null }[], at: Date) {
+  for (const t of revoked) {
+    await emitEvent(tx, {
+      type: "token.revoked",
+      ownerId: t.userId,
+      subject: `token:${t.id}`,
+      at,
+      data: { token: { id: t.id, kind: t.kind, label: t.label ?? null, revoked_at: at.toISOString() } },
+    });
+  }
+}
+
+/** `user.disabled`, to the site-wide endpoints. */
+export async function emitUserDisabled(tx: Executor, user: { id: number; username: string }, reason: "disabled" | "deleted", at: Date) {
+  await emitEvent(tx, { type: "user.disabled", ownerId: null, subject: `user:${user.id}`, at, data: { user: { id: user.id, username: user.username }, reason } });
+}

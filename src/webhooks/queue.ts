@@ -1,0 +1,120 @@
+/**
+ * The job queue behind webhooks (issue 19): graphile-worker, on the service's own PostgreSQL (its schema
+ * `graphile_worker`, installed by its migrations with ours). Chosen over pg-boss because a job is added by a SQL
+ * function (`graphile_worker.add_job`), so an event is written inside the change's own transaction, in the same
+ * statement where we want, through our driver (postgres.js); jobs are taken with SKIP LOCKED by every instance at
+ * once, woken by LISTEN/NOTIFY rather than polling, and a job whose worker died is taken again after its lock
+ * expires (4 h, graphile-worker's rule; an instance that stops cleanly releases its jobs at once). It talks to
+ * PostgreSQL through node-postgres, a pool of its own, small.
+ *
+ * A dead instance's jobs are not left for 4 hours: each instance writes its workers' ids into job_workers every
+ * HEARTBEAT_MS, and every instance unlocks the jobs of workers not seen for DEAD_AFTER_MS
+ * (graphile_worker.force_unlock_workers): after a kill -9, the deliveries it held go out within about two minutes.
+ */
+import { EventEmitter } from "node:events";
+import { hostname } from "node:os";
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile-worker";
+import type { Deps } from "../deps.ts";
+import type { Connection } from "../db/client.ts";
+import { defaultLogger, logFor, withLogger, type Logger as PinoLogger } from "../observability/log.ts";
+import { attempt, DELIVER_JOB, type EventJob, fanOut, rowsOf } from "./deliver.ts";
+import { EVENT_JOB } from "./events.ts";
+
+export function pgPool(connection: Connection, max: number): pg.Pool {
+  const options =
+    typeof connection === "string"
+      ? { connectionString: connection }
+      : { host: connection.host, port: connection.port, user: connection.username, database: connection.database };
+  const pool = new pg.Pool({ ...options, max, application_name: "image-host jobs" });
+  pool.on("error", () => {}); // an idle connection dropped by the server: the pool opens another when needed
+  return pool;
+}
+
+const quietLogger = (log: PinoLogger) =>
+  new Logger(() => (level, message) => {
+    if (level === "error") log.error(`job queue: ${message}`);
+    else if (level === "warning") log.warn(`job queue: ${message}`);
+    else log.debug(`job queue: ${message}`);
+  });
+
+/** Installs or upgrades graphile-worker's schema (idempotent; safe when several instances start at once). */
+export async function installQueue(connection: Connection): Promise<void> {
+  const pool = pgPool(connection, 1);
+  try {
+    await runMigrations({ pgPool: pool, logger: quietLogger(defaultLogger().child({ job: "queue" })) });
+  } finally {
+    await pool.end();
+  }
+}
+
+const HEARTBEAT_MS = 30_000;
+const DEAD_AFTER_MS = 120_000;
+
+/** Marks this instance's workers as alive, and unlocks the jobs of workers whose instance stopped being seen. */
+async function heartbeat(deps: Deps, instance: string, workerIds: string[]) {
+  if (workerIds.length > 0) {
+    await deps.db.execute(sql`
+      insert into job_workers (worker_id, instance, seen_at)
+      select unnest(${`{${workerIds.join(",")}}`}::text[]), ${instance}, now()
+      on conflict (worker_id) do update set seen_at = now()`);
+  }
+  const dead = rowsOf<{ worker_id: string }>(
+    await deps.db.execute(sql`delete from job_workers where seen_at < now() - ${`${DEAD_AFTER_MS / 1000} seconds`}::interval returning worker_id`),
+  ).map((r) => r.worker_id);
+  if (dead.length > 0) {
+    await deps.db.execute(sql`select graphile_worker.force_unlock_workers(${`{${dead.join(",")}}`}::text[])`);
+    logFor(deps).warn({ workers: dead.length }, `job queue: unlocked the jobs of ${dead.length} workers of a stopped instance`);
+  }
+}
+
+export interface QueueOptions {
+  /** Jobs run at once by this instance (deliveries in flight, all endpoints). */
+  concurrency: number;
+  /** Connections of the queue's own pool. */
+  poolSize?: number;
+}
+
+/** Runs this instance's workers until stop(): the webhook tasks. */
+export async function startQueue(deps: Deps, connection: Connection, options: QueueOptions): Promise<{ stop(): Promise<void>; runner: Runner }> {
+  const log = (deps.log ?? defaultLogger()).child({ job: "webhooks" });
+  const pool = pgPool(connection, options.poolSize ?? Math.min(options.concurrency + 2, 6));
+  const taskList: TaskList = {
+    [EVENT_JOB]: async (payload) => {
+      await withLogger(log, () => fanOut(deps, payload as EventJob));
+    },
+    [DELIVER_JOB]: async (payload) => {
+      await withLogger(log, () => attempt(deps, Number((payload as { id: number }).id)));
+    },
+  };
+  const events = new EventEmitter();
+  const workerIds: string[] = [];
+  events.on("worker:create", ({ worker }: { worker: { workerId: string } }) => workerIds.push(worker.workerId));
+  events.on("worker:stop", ({ worker }: { worker: { workerId: string } }) => workerIds.splice(workerIds.indexOf(worker.workerId) >>> 0, 1));
+  const instance = `${hostname()}:${process.pid}`;
+  const runner = await run({
+    events: events as never,
+    pgPool: pool,
+    taskList,
+    concurrency: options.concurrency,
+    noHandleSignals: true,
+    pollInterval: 2_000,
+    logger: quietLogger(log),
+  });
+  const beat = () =>
+    withLogger(log, () => heartbeat(deps, instance, workerIds)).catch((e) => log.error({ err: e }, "job queue: the heartbeat failed"));
+  let beating: Promise<unknown> = beat();
+  const timer = setInterval(() => (beating = beat()), HEARTBEAT_MS);
+  return {
+    runner,
+    async stop() {
+      clearInterval(timer);
+      await beating;
+      const ids = [...workerIds];
+      await runner.stop();
+      await pool.end();
+      if (ids.length) await deps.db.execute(sql`delete from job_workers where worker_id = any(${`{${ids.join(",")}}`}::text[])`).catch(() => {});
+    },
+  };
+}
