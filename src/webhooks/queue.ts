@@ -28,7 +28,9 @@ export function pgPool(connection: Connection, max: number): pg.Pool {
       ? { connectionString: connection }
       : { host: connection.host, port: connection.port, user: connection.username, database: connection.database };
   const pool = new pg.Pool({ ...options, max, application_name: "image-host jobs" });
-  pool.on("error", () => {}); // an idle connection dropped by the server: the pool opens another when needed
+  // an idle connection dropped by the server: the pool opens another when needed
+  pool.on("error", () => {});
+  pool.on("connect", (client) => client.on("error", () => {}));
   return pool;
 }
 
@@ -52,8 +54,29 @@ export async function installQueue(connection: Connection): Promise<void> {
 const HEARTBEAT_MS = 30_000;
 const DEAD_AFTER_MS = 120_000;
 
-/** Marks this instance's workers as alive, and unlocks the jobs of workers whose instance stopped being seen. */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/**
+ * Marks this instance's workers as alive, and unlocks the jobs of workers whose instance stopped being seen — at once
+ * for an instance of this host whose process is gone (a restart after a crash), after DEAD_AFTER_MS for the others.
+ */
 async function heartbeat(deps: Deps, instance: string, workerIds: string[]) {
+  const host = `${hostname()}:`;
+  const local = rowsOf<{ instance: string }>(
+    await deps.db.execute(sql`select distinct instance from job_workers where starts_with(instance, ${host}) and instance <> ${instance}`),
+  )
+    .map((r) => r.instance)
+    .filter((i) => !alive(Number(i.slice(host.length))));
+  if (local.length > 0) {
+    await deps.db.execute(sql`update job_workers set seen_at = '-infinity' where instance = any(${`{${local.map((i) => `"${i}"`).join(",")}}`}::text[])`);
+  }
   if (workerIds.length > 0) {
     await deps.db.execute(sql`
       insert into job_workers (worker_id, instance, seen_at)
@@ -74,6 +97,8 @@ export interface QueueOptions {
   concurrency: number;
   /** Connections of the queue's own pool. */
   poolSize?: number;
+  /** How often idle workers look for jobs that became due (a retry's time); new jobs wake them at once. */
+  pollIntervalMs?: number;
 }
 
 /** Runs this instance's workers until stop(): the webhook tasks. */
@@ -99,7 +124,7 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
     taskList,
     concurrency: options.concurrency,
     noHandleSignals: true,
-    pollInterval: 2_000,
+    pollInterval: options.pollIntervalMs ?? 2_000,
     logger: quietLogger(log),
   });
   const beat = () =>

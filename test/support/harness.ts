@@ -233,6 +233,8 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
     deps,
     db: database.db,
     driver: database.driver,
+    /** How to reach this context's database (a worker of the job queue opens its own pool with it). */
+    connection: database.connection!,
     dataDir,
     request,
     json,
