@@ -30,6 +30,7 @@ import * as registration from "./register.tsx";
 import { BASE, clearSessionCookie, SignInRequired, type SignedIn, type WebEnv } from "./session.ts";
 import * as tokens from "./tokens.tsx";
 import * as upload from "./upload.tsx";
+import * as webhooks from "./webhooks.tsx";
 
 /** What a page may load: itself only, and images from wherever the strategies serve them. */
 const CONTENT_SECURITY_POLICY = [
@@ -72,6 +73,7 @@ export function createWebApp() {
   upload.register(web);
   tokens.register(web);
   integrations.register(web);
+  webhooks.register(web);
   account.register(web);
   admin.register(web);
 

@@ -16,7 +16,7 @@ export const assets = {
   upload: asset("upload.js"),
 };
 
-export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "integrations" | "account" | "admin";
+export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "integrations" | "webhooks" | "account" | "admin";
 
 const sections: { id: Section; label: string; href: string }[] = [
   { id: "dashboard", label: "Dashboard", href: `${BASE}/dashboard` },
@@ -25,6 +25,7 @@ const sections: { id: Section; label: string; href: string }[] = [
   { id: "upload", label: "Upload", href: `${BASE}/upload` },
   { id: "tokens", label: "API tokens", href: `${BASE}/tokens` },
   { id: "integrations", label: "Integrations", href: `${BASE}/integrations` },
+  { id: "webhooks", label: "Webhooks", href: `${BASE}/webhooks` },
   { id: "account", label: "Account", href: `${BASE}/account` },
 ];
 

@@ -13,6 +13,7 @@ import * as overview from "./overview.tsx";
 import * as settings from "./settings.tsx";
 import * as strategies from "./strategies.tsx";
 import * as users from "./users.tsx";
+import * as webhooks from "./webhooks.tsx";
 
 export function register(web: Hono<WebEnv>) {
   overview.register(web);
@@ -22,5 +23,6 @@ export function register(web: Hono<WebEnv>) {
   settings.register(web);
   images.register(web);
   maintenance.register(web);
+  webhooks.register(web);
   audit.register(web);
 }

@@ -5,7 +5,7 @@ import { BASE, type SignedIn } from "../session.ts";
 
 export const ADMIN = `${BASE}/admin`;
 
-export type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "images" | "maintenance" | "audit";
+export type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "images" | "maintenance" | "webhooks" | "audit";
 
 const sections: { id: AdminSection; label: string; href: string }[] = [
   { id: "overview", label: "Overview", href: ADMIN },
@@ -15,6 +15,7 @@ const sections: { id: AdminSection; label: string; href: string }[] = [
   { id: "settings", label: "Settings", href: `${ADMIN}/settings` },
   { id: "images", label: "Images", href: `${ADMIN}/images` },
   { id: "maintenance", label: "Maintenance", href: `${ADMIN}/maintenance` },
+  { id: "webhooks", label: "Webhooks", href: `${ADMIN}/webhooks` },
   { id: "audit", label: "Audit log", href: `${ADMIN}/audit` },
 ];
 

@@ -1,0 +1,636 @@
+/**
+ * Webhooks (issue 19) in the user center: the account's own endpoints (services/webhooks.ts, scope `{ ownerId }`).
+ * The pages and their handlers are shared with the admin page of the site-wide endpoints (admin/webhooks.tsx, scope
+ * `{ site: true }`), which differs only in its frame, its events (user.disabled too), its gate and its audit rows.
+ *
+ *   GET  /user/webhooks                                   the endpoints, and the form to add one
+ *   POST /user/webhooks                                   add one: its secret is shown this once (the page is not stored)
+ *   GET  /user/webhooks/:id                               one endpoint: edit, switch on/off, rotate, test, delete; its delivery log
+ *   POST /user/webhooks/:id                               save URL, description, events
+ *   POST /user/webhooks/:id/enable | /disable             switch on (its failure streak starts over) or off
+ *   POST /user/webhooks/:id/rotate                        a new secret, shown this once
+ *   POST /user/webhooks/:id/test                          a webhook.test event to this endpoint only
+ *   POST /user/webhooks/:id/delete                        delete (confirmed; without the page's script, a page asks)
+ *   POST /user/webhooks/:id/deliveries/:delivery/resend   send a delivered or failed delivery again
+ *
+ * Another account's endpoint is "not found", whatever the request. Every form post carries the session's form token.
+ */
+import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Child } from "hono/jsx";
+import { EVENT_TYPES, type EventType } from "../db/schema.ts";
+import { AppError, notFound } from "../errors.ts";
+import {
+  createEndpoint,
+  DELIVERIES_PAGE,
+  DESCRIPTION_MAX,
+  deleteEndpoint,
+  type Delivery,
+  type Endpoint,
+  type EndpointScope,
+  ENDPOINTS_PER_ACCOUNT,
+  findEndpoint,
+  listDeliveries,
+  listEndpoints,
+  rotateSecret,
+  updateEndpoint,
+} from "../services/webhooks.ts";
+import { resendDelivery, sendTestEvent } from "../webhooks/deliver.ts";
+import { UtcTime } from "./account.tsx";
+import { formField, type FormFields, readForm } from "./form.ts";
+import { CopyButton, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
+import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
+
+/** What a user's endpoint may ask for: user.disabled goes to the site-wide endpoints only. */
+export const USER_EVENTS = EVENT_TYPES.filter((e) => e !== "user.disabled") as EventType[];
+
+const EVENT_HINTS: Record<EventType, string> = {
+  "image.uploaded": "an image was uploaded",
+  "image.deleted": "an image was deleted",
+  "image.expired": "an image reached its expiry and was removed",
+  "token.revoked": "an API token was revoked",
+  "user.disabled": "an account was disabled",
+};
+
+/** Where the pages live and what differs between the user's and the site's. */
+export interface WebhookArea {
+  /** The list page's path, e.g. /user/webhooks. */
+  base: string;
+  scope: (c: Context<SignedInEnv>) => EndpointScope;
+  events: EventType[];
+  /** The most endpoints this scope may hold. */
+  max: number;
+  /** "your account" or "the site", in sentences. */
+  whose: string;
+  gate: MiddlewareHandler<SignedInEnv>;
+  /** The page's frame. */
+  frame: (props: { title: string; signedIn: SignedIn; children: Child }) => ReturnType<typeof Layout>;
+  /** Called after a change succeeded (the admin page writes its audit row here). */
+  changed?: (c: Context<SignedInEnv>, change: { action: string; endpointId: number | null; detail: Record<string, unknown> }) => Promise<void>;
+}
+
+const NOTICES: Record<string, string> = {
+  saved: "Changes saved.",
+  enabled: "Endpoint switched on; its failure streak starts over.",
+  disabled: "Endpoint switched off: no events are sent to it until it is switched on again.",
+  test: "A test event is on its way; it appears in the delivery log below.",
+  resent: "The delivery is sent again; its row below shows the outcome.",
+  deleted: "Endpoint deleted, with its delivery log.",
+};
+
+type FieldName = "url" | "description" | "events";
+interface FormState {
+  values: { url: string; description: string; events: string[] };
+  errors: Partial<Record<FieldName, string>>;
+  refusal?: string;
+}
+
+interface Secret {
+  secret: string;
+  endpoint: Endpoint;
+  rotated: boolean;
+}
+
+// ---- pieces ----------------------------------------------------------------------------------------------------
+
+/** The endpoint's state, in words the owner notices: disabled with its reason, or failing since when. */
+export function EndpointStatus({ e }: { e: Endpoint }) {
+  if (!e.enabled) {
+    return (
+      <span class="webhook-status disabled" data-testid="endpoint-status">
+        <strong>Disabled: {e.disabledReason ?? "switched off"}</strong>
+        {e.disabledAt && (
+          <>
+            {" "}
+            <span class="muted small">
+              since <UtcTime at={e.disabledAt} />
+            </span>
+          </>
+        )}
+      </span>
+    );
+  }
+  if (e.failingSince) {
+    return (
+      <span class="webhook-status failing" data-testid="endpoint-status">
+        <strong>
+          Enabled, failing since <UtcTime at={e.failingSince} />
+        </strong>{" "}
+        <span class="muted small">(a day of failures disables it)</span>
+      </span>
+    );
+  }
+  return (
+    <span class="webhook-status ok" data-testid="endpoint-status">
+      Enabled
+    </span>
+  );
+}
+
+const eventField = (e: string) => `event_${e}`;
+
+/** URL, description and the events, for adding and editing. */
+function EndpointFields({ area, form, prefix }: { area: WebhookArea; form: FormState; prefix: string }) {
+  const { values, errors } = form;
+  const id = (name: string) => `${prefix}-${name}`;
+  const described = (name: FieldName, hint: string) => ({
+    ...(errors[name] ? { "aria-invalid": "true" as const } : {}),
+    "aria-describedby": errors[name] ? `${hint} ${id(name)}-error` : hint,
+  });
+  return (
+    <>
+      <div class="field">
+        <label for={id("url")}>URL</label>
+        <input id={id("url")} name="url" type="url" required maxlength={2000} value={values.url} placeholder="https://example.com/hooks/images" {...described("url", `${id("url")}-hint`)} />
+        <small id={`${id("url")}-hint`} class="hint">
+          http or https. Events are sent as POST requests with a JSON body; addresses inside private networks are refused unless the operator allows them.
+        </small>
+        <FieldError id={id("url")} error={errors.url} />
+      </div>
+      <div class="field">
+        <label for={id("description")}>Description (optional)</label>
+        <input id={id("description")} name="description" type="text" maxlength={DESCRIPTION_MAX} value={values.description} {...described("description", `${id("description")}-hint`)} />
+        <small id={`${id("description")}-hint`} class="hint">
+          What receives it, at most {DESCRIPTION_MAX} characters.
+        </small>
+        <FieldError id={id("description")} error={errors.description} />
+      </div>
+      <fieldset class="webhook-events" aria-describedby={errors.events ? `${id("events")}-error` : undefined} aria-invalid={errors.events ? "true" : undefined}>
+        <legend>Events</legend>
+        <ul class="admin-checks">
+          {area.events.map((e) => (
+            <li class="checkbox">
+              <label for={id(`ev-${e}`)}>
+                <input type="checkbox" id={id(`ev-${e}`)} name={eventField(e)} value="1" checked={values.events.includes(e)} />
+                <span>
+                  <code>{e}</code> <span class="muted small">{EVENT_HINTS[e]}</span>
+                </span>
+              </label>
+            </li>
+          ))}
+        </ul>
+        <FieldError id={id("events")} error={errors.events} />
+      </fieldset>
+    </>
+  );
+}
+
+function SecretShown({ shown, area }: { shown: Secret; area: WebhookArea }) {
+  return (
+    <section class="card secret" aria-labelledby="secret-title">
+      <h2 id="secret-title">{shown.rotated ? "The endpoint's new signing secret" : "The new endpoint's signing secret"}</h2>
+      <Notice kind="info">
+        Copy it now: it will not be shown again.{shown.rotated ? " The old secret no longer signs anything." : ""}
+      </Notice>
+      <div class="secret-value">
+        <label for="webhook-secret" class="visually-hidden">
+          Signing secret
+        </label>
+        <input id="webhook-secret" type="text" readonly value={shown.secret} data-testid="webhook-secret" />
+        <CopyButton text={shown.secret} label="Copy" name="signing secret" />
+      </div>
+      <p class="muted small">
+        Every delivery is signed as Standard Webhooks do it: the headers <code>webhook-id</code>, <code>webhook-timestamp</code> and{" "}
+        <code>webhook-signature</code> (<code>v1,</code> and the base64 HMAC-SHA256 of <code>id.timestamp.body</code>, keyed with the base64-decoded part of the
+        secret after <code>whsec_</code>). A Standard Webhooks library checks it with this secret; the README's “Events” section shows how, and what each event
+        holds. Deduplicate by <code>webhook-id</code>: a delivery may arrive more than once.
+      </p>
+      <p class="muted small">
+        <a href={`${area.base}/${shown.endpoint.id}`}>Go to the endpoint</a> · <a href={area.base}>All endpoints</a>
+      </p>
+    </section>
+  );
+}
+
+function EndpointTable({ area, endpoints }: { area: WebhookArea; endpoints: Endpoint[] }) {
+  return (
+    <div class="table-wrap">
+      <table class="list stack webhooks">
+        <thead>
+          <tr>
+            <th scope="col">URL</th>
+            <th scope="col">Description</th>
+            <th scope="col">Events</th>
+            <th scope="col">Status</th>
+            <th scope="col">Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          {endpoints.map((e) => (
+            <tr class={e.enabled ? (e.failingSince ? "failing" : undefined) : "disabled"}>
+              <th scope="row" class="webhook-url">
+                <a href={`${area.base}/${e.id}`}>{e.url}</a>
+              </th>
+              <td data-label="Description">{e.description || <span class="muted">—</span>}</td>
+              <td data-label="Events">{e.events.join(", ")}</td>
+              <td data-label="Status">
+                <EndpointStatus e={e} />
+              </td>
+              <td data-label="Created">
+                <UtcTime at={e.createdAt} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+const truncate = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
+
+function DeliveryLog({ area, endpoint, deliveries, before, older, signedIn }: { area: WebhookArea; endpoint: Endpoint; deliveries: Delivery[]; before?: number; older: string | null; signedIn: SignedIn }) {
+  const here = `${area.base}/${endpoint.id}`;
+  return (
+    <section class="card" aria-labelledby="log-title">
+      <h2 id="log-title">Delivery log</h2>
+      <p class="muted small">
+        Newest first, {DELIVERIES_PAGE} a page{before !== undefined ? `; deliveries older than #${before}` : ""}. Delivered and failed deliveries are kept 30 days.
+      </p>
+      {deliveries.length === 0 ? (
+        <p class="muted">{before === undefined ? "Nothing sent yet." : <>No older deliveries. <a href={here}>Back to the newest</a>.</>}</p>
+      ) : (
+        <div class="table-wrap">
+          <table class="list stack deliveries">
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Answer</th>
+                <th scope="col">Latency (ms)</th>
+                <th scope="col">Last error</th>
+                <th scope="col">Time</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {deliveries.map((d) => (
+                <tr data-delivery={String(d.id)}>
+                  <th scope="row">
+                    <code>{d.eventType}</code> <span class="muted small">#{d.id}</span>
+                  </th>
+                  <td data-label="Status">
+                    <span class={`delivery-${d.status}`}>{d.status}</span>
+                    {d.status === "pending" && d.nextAttemptAt && (
+                      <span class="muted small">
+                        {" "}
+                        next <UtcTime at={d.nextAttemptAt} />
+                      </span>
+                    )}
+                  </td>
+                  <td data-label="Attempts">{d.attempts}</td>
+                  <td data-label="Answer">{d.lastStatusCode ?? "—"}</td>
+                  <td data-label="Latency (ms)">{d.lastLatencyMs ?? "—"}</td>
+                  <td data-label="Last error" class="delivery-error">
+                    {d.lastError ? <span title={d.lastError}>{truncate(d.lastError, 120)}</span> : "—"}
+                  </td>
+                  <td data-label="Time">
+                    <UtcTime at={d.lastAttemptAt ?? d.createdAt} />
+                  </td>
+                  <td>
+                    {d.status !== "pending" && (
+                      <form method="post" action={`${here}/deliveries/${d.id}/resend`} class="inline">
+                        <FormToken signedIn={signedIn} />
+                        <button type="submit" class="small" aria-label={`Send delivery #${d.id} again`}>
+                          Send again
+                        </button>
+                      </form>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {(before !== undefined || older) && (
+        <nav class="pages" aria-label="Pages of deliveries">
+          {before !== undefined ? <a href={here}>← Newest</a> : <span></span>}
+          <span></span>
+          {older ? (
+            <a href={older} rel="next">
+              Older →
+            </a>
+          ) : (
+            <span></span>
+          )}
+        </nav>
+      )}
+    </section>
+  );
+}
+
+// ---- pages -----------------------------------------------------------------------------------------------------
+
+const emptyForm = (area: WebhookArea): FormState => ({ values: { url: "", description: "", events: area.events.filter((e) => e.startsWith("image.")) }, errors: {} });
+
+async function renderList(c: Context<SignedInEnv>, area: WebhookArea, shown: { form?: FormState; secret?: Secret } = {}, status: 200 | 400 | 422 = 200) {
+  const signedIn = c.get("signedIn");
+  const endpoints = await listEndpoints(c.get("deps").db, area.scope(c));
+  const form = shown.form ?? emptyForm(area);
+  const done = c.req.query("done");
+  const full = endpoints.length >= area.max;
+  c.header("Cache-Control", "no-store");
+  return c.html(
+    area.frame({
+      title: "Webhooks",
+      signedIn,
+      children: (
+        <>
+          {done && NOTICES[done] && <Notice kind="success">{NOTICES[done]}</Notice>}
+          {shown.secret && <SecretShown shown={shown.secret} area={area} />}
+          <p>
+            An endpoint receives a signed POST for each event it asks for about {area.whose}. Failed deliveries are retried for about a day; an endpoint that keeps
+            failing for a day, or answers <code>410 Gone</code>, is switched off and says so here.
+          </p>
+          <section class="card" aria-labelledby="endpoints-title">
+            <h2 id="endpoints-title">Endpoints</h2>
+            {endpoints.length === 0 ? <p class="muted">No endpoints yet.</p> : <EndpointTable area={area} endpoints={endpoints} />}
+            <p class="muted small">
+              {endpoints.length} of at most {area.max}.
+            </p>
+          </section>
+          <section class="card" aria-labelledby="add-title">
+            <h2 id="add-title">Add an endpoint</h2>
+            {form.refusal && <Notice kind="error">{form.refusal}</Notice>}
+            {full && !form.refusal ? (
+              <p class="muted">{`There are ${area.max} endpoints, the most allowed: delete one to add another.`}</p>
+            ) : (
+              <form method="post" action={area.base} class="admin-form">
+                <FormToken signedIn={signedIn} />
+                <EndpointFields area={area} form={form} prefix="new" />
+                <div class="admin-buttons">
+                  <button type="submit" class="primary">
+                    Add endpoint
+                  </button>
+                </div>
+              </form>
+            )}
+          </section>
+        </>
+      ),
+    }),
+    status,
+  );
+}
+
+async function renderEndpoint(
+  c: Context<SignedInEnv>,
+  area: WebhookArea,
+  endpoint: Endpoint,
+  shown: { form?: FormState; secret?: Secret } = {},
+  status: 200 | 422 = 200,
+) {
+  const signedIn = c.get("signedIn");
+  const db = c.get("deps").db;
+  const before = idOf(c.req.query("before"), Number.MAX_SAFE_INTEGER) ?? undefined;
+  const deliveries = await listDeliveries(db, endpoint.id, before);
+  const last = deliveries.at(-1);
+  const here = `${area.base}/${endpoint.id}`;
+  const older = deliveries.length === DELIVERIES_PAGE && last && (await listDeliveries(db, endpoint.id, last.id, 1)).length > 0 ? `${here}?before=${last.id}` : null;
+  const form = shown.form ?? { values: { url: endpoint.url, description: endpoint.description, events: endpoint.events }, errors: {} };
+  const done = c.req.query("done");
+  c.header("Cache-Control", "no-store");
+  return c.html(
+    area.frame({
+      title: `Webhook endpoint #${endpoint.id}`,
+      signedIn,
+      children: (
+        <>
+          <p>
+            <a href={area.base}>← All endpoints</a>
+          </p>
+          {done && NOTICES[done] && <Notice kind="success">{NOTICES[done]}</Notice>}
+          {shown.secret && <SecretShown shown={shown.secret} area={area} />}
+          <section class={`card webhook-state${endpoint.enabled ? (endpoint.failingSince ? " failing" : "") : " disabled"}`} aria-labelledby="state-title">
+            <h2 id="state-title">Status</h2>
+            <p class="webhook-url">
+              <code>{endpoint.url}</code>
+            </p>
+            <p>
+              <EndpointStatus e={endpoint} />
+            </p>
+            <p class="muted small">
+              Created <UtcTime at={endpoint.createdAt} />.
+            </p>
+            <div class="buttons webhook-actions">
+              <form method="post" action={`${here}/${endpoint.enabled ? "disable" : "enable"}`} class="inline">
+                <FormToken signedIn={signedIn} />
+                <button type="submit">{endpoint.enabled ? "Switch off" : "Switch on"}</button>
+              </form>
+              <form method="post" action={`${here}/test`} class="inline">
+                <FormToken signedIn={signedIn} />
+                <button type="submit" disabled={!endpoint.enabled} aria-describedby={endpoint.enabled ? undefined : "test-hint"}>
+                  Send a test event
+                </button>
+              </form>
+              <form method="post" action={`${here}/rotate`} class="inline" data-confirm="Make a new signing secret? The old one stops signing at once.">
+                <FormToken signedIn={signedIn} />
+                <button type="submit">Rotate secret</button>
+              </form>
+              <form method="post" action={`${here}/delete`} class="inline" data-confirm={`Delete the endpoint ${endpoint.url} and its delivery log?`}>
+                <FormToken signedIn={signedIn} />
+                <input type="hidden" name="confirmed" value="0" />
+                <button type="submit" class="danger">
+                  Delete
+                </button>
+              </form>
+            </div>
+            {!endpoint.enabled && (
+              <p id="test-hint" class="muted small">
+                Switch it on to send a test event.
+              </p>
+            )}
+          </section>
+          <section class="card" aria-labelledby="edit-title">
+            <h2 id="edit-title">Settings</h2>
+            {form.refusal && <Notice kind="error">{form.refusal}</Notice>}
+            <form method="post" action={here} class="admin-form">
+              <FormToken signedIn={signedIn} />
+              <EndpointFields area={area} form={form} prefix="edit" />
+              <div class="admin-buttons">
+                <button type="submit" class="primary">
+                  Save
+                </button>
+              </div>
+            </form>
+          </section>
+          <DeliveryLog area={area} endpoint={endpoint} deliveries={deliveries} before={before} older={older} signedIn={signedIn} />
+        </>
+      ),
+    }),
+    status,
+  );
+}
+
+// ---- requests --------------------------------------------------------------------------------------------------
+
+/** An id of a path or query: digits only, 1..max; anything else is none. */
+function idOf(value: string | undefined, max = 2_147_483_647): number | null {
+  if (value === undefined || !/^\d{1,16}$/.test(value)) return null;
+  const n = Number(value);
+  return n >= 1 && n <= max ? n : null;
+}
+
+const endpointIdOf = (value: string) => {
+  const id = idOf(value);
+  if (id === null) throw notFound("Webhook endpoint not found.");
+  return id;
+};
+
+function formValues(area: WebhookArea, form: FormFields): FormState["values"] {
+  return {
+    url: formField(form, "url").trim(),
+    description: formField(form, "description").trim(),
+    events: area.events.filter((e) => formField(form, eventField(e)) === "1"),
+  };
+}
+
+/** The service's refusal as the form's errors: field errors (422) or a refusal of the whole form (400). */
+function formErrorsOf(e: unknown, values: FormState["values"]): { form: FormState; status: 400 | 422 } {
+  if (!(e instanceof AppError) || (e.status !== 400 && e.status !== 422)) throw e;
+  const errors: FormState["errors"] = {};
+  for (const [k, v] of Object.entries(e.errors ?? {})) if (k === "url" || k === "description" || k === "events") errors[k] = v[0];
+  const fielded = Object.keys(errors).length > 0;
+  return { form: { values, errors, refusal: fielded ? undefined : e.message }, status: e.status };
+}
+
+export function registerWebhookPages(web: Hono<WebEnv>, area: WebhookArea) {
+  const { base, gate } = area;
+  const path = base.startsWith(BASE) ? base.slice(BASE.length) : base;
+  const changed = (c: Context<SignedInEnv>, action: string, endpointId: number | null, detail: Record<string, unknown> = {}) =>
+    area.changed ? area.changed(c, { action, endpointId, detail }) : Promise.resolve();
+
+  web.get(path, gate, (c) => renderList(c, area));
+
+  web.post(path, gate, async (c) => {
+    const values = formValues(area, await readForm(c));
+    let made;
+    try {
+      made = await createEndpoint(c.get("deps"), area.scope(c), values);
+    } catch (e) {
+      const { form, status } = formErrorsOf(e, values);
+      return renderList(c, area, { form }, status);
+    }
+    await changed(c, `POST ${base}`, made.endpoint.id, { url: values.url, description: values.description, events: made.endpoint.events });
+    // the secret is in this answer only: no redirect, the page is not stored
+    return renderList(c, area, { secret: { secret: made.secret, endpoint: made.endpoint, rotated: false } });
+  });
+
+  web.get(`${path}/:id`, gate, async (c) => {
+    const endpoint = await findEndpoint(c.get("deps").db, area.scope(c), endpointIdOf(c.req.param("id")));
+    return renderEndpoint(c, area, endpoint);
+  });
+
+  web.post(`${path}/:id`, gate, async (c) => {
+    const deps = c.get("deps");
+    const scope = area.scope(c);
+    const id = endpointIdOf(c.req.param("id"));
+    const endpoint = await findEndpoint(deps.db, scope, id);
+    const values = formValues(area, await readForm(c));
+    try {
+      await updateEndpoint(deps, scope, id, values);
+    } catch (e) {
+      const { form, status } = formErrorsOf(e, values);
+      return renderEndpoint(c, area, endpoint, { form }, 422);
+    }
+    await changed(c, `POST ${base}/{id}`, id, values);
+    return c.redirect(`${base}/${id}?done=saved`, 303);
+  });
+
+  for (const [action, enabled] of [["enable", true], ["disable", false]] as const) {
+    web.post(`${path}/:id/${action}`, gate, async (c) => {
+      const deps = c.get("deps");
+      const id = endpointIdOf(c.req.param("id"));
+      await updateEndpoint(deps, area.scope(c), id, { enabled });
+      await changed(c, `POST ${base}/{id}/${action}`, id, { enabled });
+      return c.redirect(`${base}/${id}?done=${enabled ? "enabled" : "disabled"}`, 303);
+    });
+  }
+
+  web.post(`${path}/:id/rotate`, gate, async (c) => {
+    const id = endpointIdOf(c.req.param("id"));
+    const { endpoint, secret } = await rotateSecret(c.get("deps"), area.scope(c), id);
+    await changed(c, `POST ${base}/{id}/rotate`, id);
+    return renderEndpoint(c, area, endpoint, { secret: { secret, endpoint, rotated: true } });
+  });
+
+  web.post(`${path}/:id/test`, gate, async (c) => {
+    const deps = c.get("deps");
+    const id = endpointIdOf(c.req.param("id"));
+    const endpoint = await findEndpoint(deps.db, area.scope(c), id);
+    if (!endpoint.enabled) throw new AppError("bad_request", "The endpoint is switched off: switch it on to send a test event.");
+    if ((await sendTestEvent(deps.db, id, deps.clock())) === null) throw notFound("Webhook endpoint not found.");
+    await changed(c, `POST ${base}/{id}/test`, id);
+    return c.redirect(`${base}/${id}?done=test`, 303);
+  });
+
+  web.post(`${path}/:id/deliveries/:delivery/resend`, gate, async (c) => {
+    const deps = c.get("deps");
+    const id = endpointIdOf(c.req.param("id"));
+    await findEndpoint(deps.db, area.scope(c), id);
+    const delivery = idOf(c.req.param("delivery"), Number.MAX_SAFE_INTEGER);
+    if (delivery === null || !(await resendDelivery(deps.db, id, delivery))) {
+      throw notFound("There is no such delivery, or it is still pending.");
+    }
+    await changed(c, `POST ${base}/{id}/deliveries/{delivery}/resend`, id, { delivery_id: delivery });
+    return c.redirect(`${base}/${id}?done=resent`, 303);
+  });
+
+  // confirmed (the page's script asks first, or the page below without scripts), the endpoint goes with its log
+  web.post(`${path}/:id/delete`, gate, async (c) => {
+    const deps = c.get("deps");
+    const scope = area.scope(c);
+    const id = endpointIdOf(c.req.param("id"));
+    if (formField(await readForm(c), "confirmed") !== "1") {
+      const endpoint = await findEndpoint(deps.db, scope, id);
+      return c.html(
+        area.frame({
+          title: "Delete a webhook endpoint",
+          signedIn: c.get("signedIn"),
+          children: (
+            <form class="card narrow" method="post" action={`${base}/${id}/delete`}>
+              <p>
+                Delete the endpoint <strong class="webhook-url">{endpoint.url}</strong> and its delivery log? Deliveries under way are not sent.
+              </p>
+              <FormToken signedIn={c.get("signedIn")} />
+              <input type="hidden" name="confirmed" value="1" />
+              <div class="buttons">
+                <button type="submit" class="danger">
+                  Delete
+                </button>
+                <a class="button" href={`${base}/${id}`}>
+                  Cancel
+                </a>
+              </div>
+            </form>
+          ),
+        }),
+      );
+    }
+    await deleteEndpoint(deps.db, scope, id);
+    await changed(c, `POST ${base}/{id}/delete`, id);
+    return c.redirect(`${base}?done=deleted`, 303);
+  });
+}
+
+/** The user center's page: the account's own endpoints. */
+export const userArea: WebhookArea = {
+  base: `${BASE}/webhooks`,
+  scope: (c) => ({ ownerId: c.get("signedIn").user.id }),
+  events: USER_EVENTS,
+  max: ENDPOINTS_PER_ACCOUNT,
+  whose: "your images and API tokens",
+  gate: requireSession,
+  frame: ({ title, signedIn, children }) => (
+    <Layout title={title} signedIn={signedIn} active="webhooks">
+      {children}
+    </Layout>
+  ),
+};
+
+export function register(web: Hono<WebEnv>) {
+  registerWebhookPages(web, userArea);
+}
