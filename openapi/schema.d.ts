@@ -510,6 +510,138 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the site-wide webhook endpoints (or one user's)
+         * @description The site-wide endpoints by id (at most 20), never their secrets. With `user_id`, that user's own endpoints instead (at most 10 per account), to look at: the user manages them in the user center, and the other operations here act on site-wide endpoints only. Event types: `image.uploaded` (an image was stored), `image.deleted` (deleted by its owner, an administrator or with its account), `image.expired` (removed at its `expired_at`), `token.revoked` (a permanent or temporary token revoked; its id and kind, never its secret), `user.disabled` (an account disabled or deleted); `webhook.test` is only sent by the test operation. A site-wide endpoint receives the events of every account and of guests; a user's endpoint only those of the user's own images and tokens.
+         */
+        get: operations["adminListWebhooks"];
+        put?: never;
+        /**
+         * Create a site-wide webhook endpoint
+         * @description A site-wide endpoint, sent the chosen events of the whole site. The answer carries its signing `secret`, shown this once: it is stored encrypted and never answered again (rotate it to get a new one). At most 20 site-wide endpoints (400 beyond). The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked. Event types: `image.uploaded` (an image was stored), `image.deleted` (deleted by its owner, an administrator or with its account), `image.expired` (removed at its `expired_at`), `token.revoked` (a permanent or temporary token revoked; its id and kind, never its secret), `user.disabled` (an account disabled or deleted); `webhook.test` is only sent by the test operation. A site-wide endpoint receives the events of every account and of guests; a user's endpoint only those of the user's own images and tokens. Each event is a `POST` with a JSON body in the Standard Webhooks shape `{"type": "image.uploaded", "timestamp": "2026-11-22T10:30:00.000Z", "data": {…}}` and the headers `webhook-id` (the message id, the same on every retry: deduplicate by it), `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64 part of the `whsec_` secret; any Standard Webhooks library verifies it). An answer 2xx within 10 s is delivered; anything else (another status, a redirect, which is not followed, a timeout, a refused connection) is retried: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (8 attempts over about 27.5 hours). An endpoint whose attempts have all failed for a day is disabled, and so is one that answers 410 Gone (`disabled_reason` says why; enabling it again starts over). Delivery is at least once; the events of one subject (an image, a token, a user) reach an endpoint in order.
+         */
+        post: operations["adminCreateWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a site-wide webhook endpoint
+         * @description One site-wide endpoint, without its secret; a user's endpoint is a 404 here.
+         */
+        get: operations["adminGetWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a site-wide webhook endpoint
+         * @description Deletes the endpoint and its delivery log; deliveries still pending are not sent.
+         */
+        delete: operations["adminDeleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a site-wide webhook endpoint (URL, description, events, enabled)
+         * @description Changes the fields given. A new URL is checked as when the endpoint was made (The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.) `enabled: true` switches on an endpoint disabled by hand or by its failures and clears `disabled_reason`, `disabled_at` and `failing_since`; `enabled: false` switches it off (deliveries under way end as failed, new events are not sent to it). The secret does not change.
+         */
+        patch: operations["adminUpdateWebhook"];
+        trace?: never;
+    };
+    "/api/admin/webhooks/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a site-wide webhook endpoint's signing secret
+         * @description A new signing secret, shown this once in the answer (stored encrypted, never answered again). The old one stops signing at once: attempts from now on, retries included, are signed with the new one.
+         */
+        post: operations["adminRotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a site-wide webhook endpoint
+         * @description Queues a `webhook.test` event for this endpoint only (`data`: `{endpoint_id, message}`), delivered, signed and retried like any other event; the answer is the id of its delivery (see the delivery log). To a disabled endpoint it is not sent: the delivery fails at once.
+         */
+        post: operations["adminTestWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a site-wide webhook endpoint's delivery log
+         * @description The endpoint's deliveries, newest first, 50 a page: `before` is the last id of the previous page (`next_before` gives it; null on the last page). Delivered and failed deliveries are kept 30 days.
+         */
+        get: operations["adminListWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/webhooks/{id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery of a site-wide webhook endpoint again
+         * @description Makes a delivered or failed delivery pending again and attempts it at once, with the same body and `webhook-id` (and the retry schedule after that). 404 when the endpoint or the delivery does not exist, or when the delivery is still pending (it is attempted by itself).
+         */
+        post: operations["adminResendWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/ready": {
         parameters: {
             query?: never;
@@ -1599,6 +1731,186 @@ export interface components {
                 [key: string]: unknown;
             };
             ip: string;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        WebhookEndpointListResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                endpoints: components["schemas"]["WebhookEndpoint"][];
+            };
+        };
+        /** @description A webhook endpoint; its signing secret is never shown again after it was made or rotated. */
+        WebhookEndpoint: {
+            /** @example 1 */
+            id: number;
+            /** @example https://hooks.example.com/image-host */
+            url: string;
+            /** @example Purge the CDN */
+            description: string;
+            /** @description The event types sent to it */
+            events: ("image.uploaded" | "image.deleted" | "image.expired" | "token.revoked" | "user.disabled")[];
+            enabled: boolean;
+            /**
+             * @description Why it is disabled (`answered 410 Gone`, `failing since …`, `switched off by its owner`); null while enabled
+             * @example null
+             */
+            disabled_reason: string | null;
+            /**
+             * @description When it was disabled; null while enabled
+             * @example 2026-11-22 10:30:00
+             */
+            disabled_at: string | null;
+            /**
+             * @description The first failed attempt since the last delivered one; null when the last attempt succeeded
+             * @example 2026-11-22 10:30:00
+             */
+            failing_since: string | null;
+            /**
+             * @description The user it belongs to; null for a site-wide endpoint
+             * @example null
+             */
+            owner_id: number | null;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        WebhookEndpointSecretResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["WebhookEndpointWithSecret"];
+        };
+        /** @description A webhook endpoint; its signing secret is never shown again after it was made or rotated. */
+        WebhookEndpointWithSecret: components["schemas"]["WebhookEndpoint"] & {
+            /**
+             * @description The signing secret, `whsec_` and the base64 of 32 random bytes. Shown this once: it is stored encrypted and never answered again (rotate it to get a new one).
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/uAB5ubhXJ8=
+             */
+            secret: string;
+        };
+        CreateWebhookInput: {
+            /**
+             * @description The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.
+             * @example https://hooks.example.com/image-host
+             */
+            url: string;
+            /**
+             * @description What it is for (at most 200 characters)
+             * @example Purge the CDN
+             */
+            description?: string;
+            /** @description At least one event type; repeats count once */
+            events: ("image.uploaded" | "image.deleted" | "image.expired" | "token.revoked" | "user.disabled")[];
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        WebhookEndpointResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["WebhookEndpoint"];
+        };
+        UpdateWebhookInput: {
+            /**
+             * @description The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.
+             * @example https://hooks.example.com/image-host
+             */
+            url?: string;
+            /**
+             * @description What it is for (at most 200 characters)
+             * @example Purge the CDN
+             */
+            description?: string;
+            /** @description At least one event type; repeats count once */
+            events?: ("image.uploaded" | "image.deleted" | "image.expired" | "token.revoked" | "user.disabled")[];
+            /** @description false switches it off (`disabled_reason` "switched off by its owner"); true switches it on again and clears `disabled_reason`, `disabled_at` and `failing_since` */
+            enabled?: boolean;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        WebhookTestResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                /** @example 42 */
+                delivery_id: number;
+            };
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        WebhookDeliveryListResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                deliveries: components["schemas"]["WebhookDelivery"][];
+                /**
+                 * @description `before` for the next page; null when this page is the last
+                 * @example null
+                 */
+                next_before: number | null;
+            };
+        };
+        WebhookDelivery: {
+            /** @example 42 */
+            id: number;
+            /**
+             * @description The `webhook-id` header sent
+             * @example msg_2f0c6f0e0b9c4b1f9a5d3c7e8b6a4d2c
+             */
+            message_id: string;
+            /** @example image.uploaded */
+            event_type: string;
+            /**
+             * @description `pending`: to be attempted (again); `delivered`: answered 2xx; `failed`: no more attempts
+             * @enum {string}
+             */
+            status: "pending" | "delivered" | "failed";
+            /**
+             * @description Attempts made so far
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * @description The status of the last answer; null when there was none
+             * @example 200
+             */
+            last_status_code: number | null;
+            /** @example 84 */
+            last_latency_ms: number | null;
+            /**
+             * @description What went wrong in the last attempt; null when it was delivered or not attempted yet
+             * @example null
+             */
+            last_error: string | null;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            last_attempt_at: string | null;
+            /**
+             * @description When it will be attempted (again); null when it is not pending
+             * @example 2026-11-22 10:30:00
+             */
+            next_attempt_at: string | null;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            delivered_at: string | null;
             /**
              * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
              * @example 2026-11-22 10:30:00
@@ -5295,6 +5607,1063 @@ export interface operations {
                      * @example {
                      *       "status": false,
                      *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminListWebhooks: {
+        parameters: {
+            query?: {
+                /** @description List this user's endpoints instead of the site-wide ones */
+                user_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointListResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminCreateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookInput"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its secret (shown this once) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointSecretResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminGetWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminDeleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; `data` is null */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmptyResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminUpdateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookInput"];
+            };
+        };
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminRotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint and its new secret (shown this once) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointSecretResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminTestWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test event's delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminListWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Deliveries older than this id */
+                before?: number;
+            };
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryListResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminResendWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+                /** @example 42 */
+                delivery_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued; `data` is null */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmptyResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
                      *       "data": null
                      *     }
                      */

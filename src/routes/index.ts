@@ -8,6 +8,7 @@ import * as adminStorage from "./admin/storage.ts";
 import * as adminStrategies from "./admin/strategies.ts";
 import * as adminTokens from "./admin/tokens.ts";
 import * as adminUsers from "./admin/users.ts";
+import * as adminWebhooks from "./admin/webhooks.ts";
 import * as deleteImage from "./images/delete-image.ts";
 import * as listImages from "./images/list-images.ts";
 import * as uploadImage from "./images/upload-image.ts";
@@ -35,6 +36,7 @@ const modules = [
   adminStorage,
   adminImages,
   adminAudit,
+  adminWebhooks,
   health,
   metrics,
   serveObject,

@@ -29,6 +29,8 @@ const PNG = Buffer.from(
 );
 const SVG = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/></svg>');
 const MISSING_ID = 999999;
+/** A public address literal: accepted without DNS, never contacted (the endpoints are switched off). */
+const WEBHOOK_URL = 'https://93.184.216.34/contract-hook';
 const SKIP_500 = 'a 500 needs a failing storage or database; a healthy server cannot be made to answer it from outside';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -231,6 +233,25 @@ async function seed() {
   s.eve = await createUser('eve'); // deleted by the admin API, with her image
   await upload(s.eve.token, [pngPart('eve.png')]);
   s.adminImageToDelete = (await upload(s.bob.token, [pngPart('admin-delete-me.png')])).key;
+  // site-wide webhook endpoints at a public address literal (no DNS), switched off so that nothing is ever sent:
+  // the test event's delivery to a disabled endpoint fails at once (and can then be resent)
+  s.webhook = await admin('POST', '/api/admin/webhooks', { url: WEBHOOK_URL, events: ['image.uploaded'], description: 'Contract' });
+  await admin('PATCH', `/api/admin/webhooks/${s.webhook.id}`, { enabled: false });
+  s.webhookToDelete = await admin('POST', '/api/admin/webhooks', { url: WEBHOOK_URL, events: ['image.uploaded'] });
+  await admin('PATCH', `/api/admin/webhooks/${s.webhookToDelete.id}`, { enabled: false });
+  s.webhookDelivery = (await admin('POST', `/api/admin/webhooks/${s.webhook.id}/test`)).delivery_id;
+}
+
+/** Waits until the queue's worker has attempted the delivery (it fails at once: its endpoint is disabled). */
+async function attempted(endpointId, deliveryId) {
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const { deliveries } = await admin('GET', `/api/admin/webhooks/${endpointId}/deliveries`);
+    const d = deliveries.find((x) => x.id === deliveryId);
+    if (d && d.status !== 'pending') return;
+    if (Date.now() > deadline) throw new Error(`delivery ${deliveryId} is still pending after 30 s (is the webhook worker running?)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -594,6 +615,74 @@ operation(
   '/api/admin/storage/reconcile > Reconcile stored objects with the image records',
   adminWrite(null, () => ({ dry_run: false }), { dry_run: 'yes' }), // the spec's example query (?dry_run=true) makes it a dry run
 );
+
+/** The cases of an admin operation on one site-wide webhook endpoint without a body: 200 on `endpoint()`, 401, 404, 422. */
+const onWebhook = (suffix, endpoint) => ({
+  200: (t) => missing(`/api/admin/webhooks/${endpoint().id}${suffix}`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/webhooks/${endpoint().id}${suffix}`);
+  },
+  404: missing(`/api/admin/webhooks/${MISSING_ID}${suffix}`),
+  422: missing(`/api/admin/webhooks/0${suffix}`), // ids are positive
+  500: skip(SKIP_500),
+});
+/** Switches off every site-wide endpoint that is on, so that no event of the run is sent anywhere. */
+async function webhooksOff() {
+  const { endpoints } = await admin('GET', '/api/admin/webhooks');
+  for (const e of endpoints.filter((x) => x.enabled)) await admin('PATCH', `/api/admin/webhooks/${e.id}`, { enabled: false });
+}
+operation("/api/admin/webhooks > List the site-wide webhook endpoints (or one user's)", {
+  200: (t) => {
+    asAdmin(t);
+    target(t, null, null); // the site-wide ones
+  },
+  401: wrongAdmin,
+  404: (t) => {
+    asAdmin(t);
+    target(t, null, `user_id=${MISSING_ID}`);
+  },
+  422: (t) => {
+    asAdmin(t);
+    target(t, null, 'user_id=0');
+  },
+  500: skip(SKIP_500),
+});
+const createWebhook = adminWrite(null, () => ({ url: WEBHOOK_URL, events: ['user.disabled'], description: 'Contract create' }), {
+  url: 'ftp://hooks.example.com/x', // http(s) only
+  events: ['image.uploaded'],
+});
+operation('/api/admin/webhooks > Create a site-wide webhook endpoint', { ...createWebhook, 200: { before: createWebhook[200], after: webhooksOff } });
+operation('/api/admin/webhooks/{id} > Read a site-wide webhook endpoint', onWebhook('', () => s.webhook));
+operation('/api/admin/webhooks/{id} > Change a site-wide webhook endpoint (URL, description, events, enabled)', {
+  ...adminWrite(() => `/api/admin/webhooks/${s.webhook.id}`, () => ({ description: 'Contract changed', events: ['image.deleted'], enabled: false }), { events: [] }),
+  404: missing(`/api/admin/webhooks/${MISSING_ID}`, { enabled: false }),
+});
+operation('/api/admin/webhooks/{id} > Delete a site-wide webhook endpoint', onWebhook('', () => s.webhookToDelete));
+operation("/api/admin/webhooks/{id}/secret > Rotate a site-wide webhook endpoint's signing secret", onWebhook('/secret', () => s.webhook));
+operation('/api/admin/webhooks/{id}/test > Send a test event to a site-wide webhook endpoint', onWebhook('/test', () => s.webhook));
+operation("/api/admin/webhooks/{id}/deliveries > Read a site-wide webhook endpoint's delivery log", {
+  ...onWebhook('/deliveries', () => s.webhook),
+  200: (t) => {
+    asAdmin(t);
+    target(t, `/api/admin/webhooks/${s.webhook.id}/deliveries`, null);
+  },
+});
+const resendPath = (endpointId, deliveryId) => `/api/admin/webhooks/${endpointId}/deliveries/${deliveryId}/resend`;
+operation('/api/admin/webhooks/{id}/deliveries/{delivery_id}/resend > Send a delivery of a site-wide webhook endpoint again', {
+  200: async (t) => {
+    await attempted(s.webhook.id, s.webhookDelivery); // a pending delivery is a 404
+    asAdmin(t);
+    target(t, resendPath(s.webhook.id, s.webhookDelivery));
+  },
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, resendPath(s.webhook.id, s.webhookDelivery));
+  },
+  404: (t) => missing(resendPath(s.webhook.id, MISSING_ID))(t), // no such delivery
+  422: (t) => missing(resendPath(s.webhook.id, 'abc'))(t),
+  500: skip(SKIP_500),
+});
 
 // --- service -----------------------------------------------------------------------------------------------
 

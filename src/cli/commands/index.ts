@@ -9,6 +9,7 @@ import { storageCommands } from "./storage.ts";
 import { strategyCommands } from "./strategy.ts";
 import { tokenCommands } from "./token.ts";
 import { userCommands } from "./user.ts";
+import { webhookCommands } from "./webhook.ts";
 
 export const commandGroups: Record<string, CommandGroup> = {
   user: userCommands,
@@ -20,4 +21,5 @@ export const commandGroups: Record<string, CommandGroup> = {
   album: albumCommands,
   storage: storageCommands,
   backup: backupCommands,
+  webhook: webhookCommands,
 };
