@@ -113,8 +113,8 @@ describe("user center: /user/webhooks", () => {
   test("the service's refusals are field errors on the page (422), nothing made", async () => {
     const { user, visitor } = await signedIn();
     const cases: [Record<string, string>, string, string][] = [
-      [{ url: "not a url" }, "url", "The url"],
-      [{ url: "ftp://example.com/x" }, "url", "The url"],
+      [{ url: "not a url" }, "url", "The URL must not contain"],
+      [{ url: "ftp://example.com/x" }, "url", "The scheme ftp: is not allowed"],
       [{ url: "http://10.0.0.1/hook" }, "url", "cannot be used"],
       [{ description: "d".repeat(201) }, "description", "at most 200"],
     ];

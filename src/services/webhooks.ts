@@ -43,7 +43,7 @@ export interface EndpointInput {
 async function checkInput(deps: Pick<Deps, "config">, input: Partial<EndpointInput>) {
   if (input.url !== undefined) {
     const syntax = checkUrlSyntax(input.url);
-    if (syntax) throw validationError({ url: [`The url ${syntax}.`.replace(/\.\.$/, ".")] });
+    if (syntax) throw validationError({ url: [`${syntax.charAt(0).toUpperCase()}${syntax.slice(1)}`.replace(/\.?$/, ".")] });
     const settings = webhookSettings(deps);
     const destination = await Promise.race([
       checkDestination(new URL(input.url), settings.allow, settings.resolve),

@@ -113,11 +113,17 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
       await withLogger(log, () => attempt(deps, Number((payload as { id: number }).id)));
     },
   };
+  const instance = `${hostname()}:${process.pid}`;
   const events = new EventEmitter();
   const workerIds: string[] = [];
-  events.on("worker:create", ({ worker }: { worker: { workerId: string } }) => workerIds.push(worker.workerId));
+  // written at once (not at the next beat): a kill -9 seconds after the start must leave the ids behind
+  events.on("worker:create", ({ worker }: { worker: { workerId: string } }) => {
+    workerIds.push(worker.workerId);
+    deps.db
+      .execute(sql`insert into job_workers (worker_id, instance) values (${worker.workerId}, ${instance}) on conflict (worker_id) do update set seen_at = now()`)
+      .catch((e) => log.error({ err: e }, "job queue: could not record a worker"));
+  });
   events.on("worker:stop", ({ worker }: { worker: { workerId: string } }) => workerIds.splice(workerIds.indexOf(worker.workerId) >>> 0, 1));
-  const instance = `${hostname()}:${process.pid}`;
   const runner = await run({
     events: events as never,
     pgPool: pool,
