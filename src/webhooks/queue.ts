@@ -116,14 +116,16 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
   const instance = `${hostname()}:${process.pid}`;
   const events = new EventEmitter();
   const workerIds: string[] = [];
-  // written at once (not at the next beat): a kill -9 seconds after the start must leave the ids behind
-  events.on("worker:create", ({ worker }: { worker: { workerId: string } }) => {
-    workerIds.push(worker.workerId);
+  // jobs are locked in the name of the pool (batched fetches) or of one worker: both are recorded, at once (not at
+  // the next beat), so that a kill -9 seconds after the start leaves the names behind
+  const record = (id: string) => {
+    workerIds.push(id);
     deps.db
-      .execute(sql`insert into job_workers (worker_id, instance) values (${worker.workerId}, ${instance}) on conflict (worker_id) do update set seen_at = now()`)
+      .execute(sql`insert into job_workers (worker_id, instance) values (${id}, ${instance}) on conflict (worker_id) do update set seen_at = now()`)
       .catch((e) => log.error({ err: e }, "job queue: could not record a worker"));
-  });
-  events.on("worker:stop", ({ worker }: { worker: { workerId: string } }) => workerIds.splice(workerIds.indexOf(worker.workerId) >>> 0, 1));
+  };
+  events.on("pool:create", ({ workerPool }: { workerPool: { id: string } }) => record(workerPool.id));
+  events.on("worker:create", ({ worker }: { worker: { workerId: string } }) => record(worker.workerId));
   const runner = await run({
     events: events as never,
     pgPool: pool,
