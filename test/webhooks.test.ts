@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { createEndpoint, updateEndpoint } from "../src/services/webhooks.ts";
@@ -330,5 +332,42 @@ describe("delivery", () => {
     expect(row!.last_status_code).toBe(307);
     expect(row!.last_error).toContain("not followed");
     expect(target.got).toEqual([]);
+  });
+});
+
+describe("the README's verification code", () => {
+  const readme = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8");
+  const events = readme.slice(readme.indexOf("## Events: signed webhooks"));
+  const python = /```python\n([\s\S]*?)```/.exec(events)?.[1];
+
+  test.skipIf(!Bun.which("python3"))("the Python function accepts a real delivery and refuses a changed body or another secret", async () => {
+    expect(python).toBeDefined();
+    const seen: { headers: Record<string, string>; body: string }[] = [];
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        seen.push({ headers: req.headers.toJSON(), body: await req.text() });
+        return new Response("ok");
+      },
+    });
+    try {
+      const { secret } = await createEndpoint(ctx.deps, { ownerId: alice.id }, { url: `http://127.0.0.1:${server.port}/`, events: ["image.uploaded"] });
+      await upload(alice);
+      await until("the delivery", () => seen.length >= 1);
+      const { headers, body } = seen[0]!;
+      const check = async (key: string, text: string) => {
+        const script = `${python}\nimport json, sys\nj = json.load(sys.stdin)\nprint(verify(j["secret"], j["headers"], j["body"].encode()))\n`;
+        const proc = Bun.spawn(["python3", "-c", script], { stdin: new TextEncoder().encode(JSON.stringify({ secret: key, headers, body: text })), stdout: "pipe", stderr: "pipe" });
+        const out = (await new Response(proc.stdout).text()).trim();
+        expect(await proc.exited, await new Response(proc.stderr).text()).toBe(0);
+        return out;
+      };
+      expect(await check(secret, body)).toBe("True");
+      expect(await check(secret, body.replace("image.uploaded", "image.deleted"))).toBe("False");
+      expect(await check(`whsec_${randomBytes(32).toString("base64")}`, body)).toBe("False");
+    } finally {
+      server.stop(true);
+    }
   });
 });

@@ -15,6 +15,7 @@ import { AppError, notFound, validationError } from "../errors.ts";
 import { checkDestination, checkUrlSyntax } from "../webhooks/address-guard.ts";
 import { newSigningSecret } from "../webhooks/secret-box.ts";
 import { webhookSettings } from "../webhooks/settings.ts";
+import { logFor } from "../observability/log.ts";
 
 export const ENDPOINTS_PER_ACCOUNT = 10;
 export const SITE_ENDPOINTS_MAX = 20;
@@ -40,7 +41,7 @@ export interface EndpointInput {
   events: string[];
 }
 
-async function checkInput(deps: Pick<Deps, "config">, input: Partial<EndpointInput>) {
+async function checkInput(deps: Pick<Deps, "config" | "log">, input: Partial<EndpointInput>) {
   if (input.url !== undefined) {
     const syntax = checkUrlSyntax(input.url);
     if (syntax) throw validationError({ url: [`${syntax.charAt(0).toUpperCase()}${syntax.slice(1)}`.replace(/\.?$/, ".")] });
@@ -49,7 +50,10 @@ async function checkInput(deps: Pick<Deps, "config">, input: Partial<EndpointInp
       checkDestination(new URL(input.url), settings.allow, settings.resolve),
       new Promise<{ ok: false; reason: string }>((done) => setTimeout(() => done({ ok: false, reason: "its host name did not resolve within 5 s" }), 5_000)),
     ]);
-    if (!destination.ok) throw validationError({ url: [`The url cannot be used: ${destination.reason}.`] });
+    if (!destination.ok) {
+      logFor(deps).warn({ reason: destination.reason }, `webhook endpoint refused: ${destination.reason}`);
+      throw validationError({ url: [`The url cannot be used: ${destination.reason}.`] });
+    }
   }
   if (input.events !== undefined) {
     const unknown = input.events.filter((e) => !(EVENT_TYPES as readonly string[]).includes(e));
