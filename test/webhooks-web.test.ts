@@ -3,11 +3,12 @@
  * admin page /user/admin/webhooks (the site-wide ones). The secret shown once; the service's refusals as field errors;
  * the cap; edit, switch off and on, rotate, test event, the delivery log with its pages and "Send again", delete; another
  * account's endpoint is a 404; cross-site posts and signed-out visitors refused; the admin page for administrators
- * only, its changes in the audit log. No delivery is attempted here (no queue worker runs): the rows are checked.
+ * only, reading and changing through the admin API in-process, so its changes are in the audit log as the API's. No
+ * delivery is attempted here (no queue worker runs): the rows are checked.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { auditLog, webhookDeliveries, webhookEndpoints } from "../src/db/schema.ts";
 import { ENDPOINTS_PER_ACCOUNT } from "../src/services/webhooks.ts";
 import { parseAllowList } from "../src/webhooks/address-guard.ts";
@@ -349,57 +350,173 @@ describe("admin: /user/admin/webhooks", () => {
     expect(location(await anonymous.get("/user/admin/webhooks"))).toBe("/user/login?next=%2Fuser%2Fadmin%2Fwebhooks");
   });
 
-  test("site-wide endpoints: user.disabled offered; create, edit, rotate, test, resend, delete, each in the audit log", async () => {
+  test("site-wide endpoints: user.disabled offered; create, edit, rotate, test, resend, delete, each through the admin API and in its audit log", async () => {
     const { user, visitor } = await signedIn("admin");
+    const [{ startId }] = (await ctx.db.select({ startId: sql<number>`coalesce(max(${auditLog.id}), 0)::int` }).from(auditLog)) as [{ startId: number }];
     const page0 = await (await visitor.get("/user/admin/webhooks")).text();
     expect(page0).toContain('name="event_user.disabled"');
     expect(page0).toContain('<a href="/user/admin/webhooks" aria-current="page">Webhooks</a>');
     const actor = `${user.username} (user ${user.id})`;
+    const secrets: string[] = [];
 
     const { res, html } = await addEndpoint(visitor, { ...events("user.disabled"), description: "site hook" }, "/user/admin/webhooks");
     expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
     const secret = secretIn(html)!;
     expect(secret).toMatch(/^whsec_/);
+    secrets.push(secret);
     const [row] = await siteEndpoints();
     expect(row).toMatchObject({ ownerId: null, description: "site hook", events: ["image.uploaded", "image.deleted", "user.disabled"] });
+    expect(html).toContain(`<a href="/user/admin/webhooks/${row!.id}">Go to the endpoint</a>`);
     let [entry] = await auditRows(1);
-    expect(entry).toMatchObject({ actor, actorUserId: user.id, action: "POST /user/admin/webhooks", targetType: "webhooks", targetId: String(row!.id) });
-    expect(JSON.stringify(entry!.detail)).not.toContain(secret);
+    expect(entry).toMatchObject({
+      actor,
+      actorUserId: user.id,
+      action: "POST /api/admin/webhooks",
+      targetType: "webhooks",
+      targetId: "",
+      detail: { url: RECEIVER, description: "site hook", events: ["image.uploaded", "image.deleted", "user.disabled"] },
+    });
     // a user never sees it
     const plain = await signedIn("user");
     expect((await plain.visitor.get(`/user/webhooks/${row!.id}`)).status).toBe(404);
     expect(await (await plain.visitor.get("/user/webhooks")).text()).not.toContain("site hook");
+    // the list reads it back from the API: link, events, status, date
+    const list = await (await visitor.get("/user/admin/webhooks")).text();
+    expect(list).toContain(`<a href="/user/admin/webhooks/${row!.id}">${RECEIVER}</a>`);
+    expect(list).toContain("image.uploaded, image.deleted, user.disabled");
+    expect(list).toContain(">Enabled<");
+    expect(list).toContain(`<time datetime="${new Date(Math.floor(row!.createdAt.getTime() / 1000) * 1000).toISOString()}">`);
+    expect(list).not.toContain(secret);
 
     const page = `/user/admin/webhooks/${row!.id}`;
-    expect((await visitor.post(page, { url: RECEIVER, description: "renamed", ...events("user.disabled") })).status).toBe(303);
+    const saved = await visitor.post(page, { url: RECEIVER, description: "renamed", ...events("user.disabled") });
+    expect([saved.status, location(saved)]).toEqual([303, `${page}?done=saved`]);
     [entry] = await auditRows(1);
-    expect(entry).toMatchObject({ actor, action: "POST /user/admin/webhooks/{id}", targetId: String(row!.id), detail: { description: "renamed", events: ["user.disabled"] } });
+    expect(entry).toMatchObject({ actor, action: "PATCH /api/admin/webhooks/{id}", targetId: String(row!.id), detail: { url: RECEIVER, description: "renamed", events: ["user.disabled"] } });
+    expect((await siteEndpoints())[0]).toMatchObject({ description: "renamed", events: ["user.disabled"] });
 
     const rotated = await visitor.post(`${page}/rotate`);
-    expect(secretIn(await rotated.text())).not.toBe(secret);
+    expect(rotated.status).toBe(200);
+    const rotatedHtml = await rotated.text();
+    const second = secretIn(rotatedHtml)!;
+    expect(second).toMatch(/^whsec_/);
+    expect(second).not.toBe(secret);
+    expect(rotatedHtml).toContain("The old secret no longer signs anything.");
+    secrets.push(second);
     [entry] = await auditRows(1);
-    expect(entry!.action).toBe("POST /user/admin/webhooks/{id}/rotate");
+    expect(entry).toMatchObject({ actor, action: "POST /api/admin/webhooks/{id}/secret", targetId: String(row!.id) });
 
-    expect((await visitor.post(`${page}/disable`)).status).toBe(303);
-    expect((await auditRows(1))[0]!.action).toBe("POST /user/admin/webhooks/{id}/disable");
+    const off = await visitor.post(`${page}/disable`);
+    expect([off.status, location(off)]).toEqual([303, `${page}?done=disabled`]);
+    expect((await auditRows(1))[0]).toMatchObject({ actor, action: "PATCH /api/admin/webhooks/{id}", detail: { enabled: false } });
+    const offHtml = await (await visitor.get(page)).text();
+    expect(offHtml).toContain("Disabled: switched off by its owner");
+    expect(offHtml).toContain(">Switch on<");
+    // switched off: no test event (the page says so; the API is not called)
+    const offRows = (await auditRows(1))[0]!.id;
+    expect((await visitor.post(`${page}/test`)).status).toBe(400);
+    expect((await auditRows(1))[0]!.id).toBe(offRows);
     expect((await visitor.post(`${page}/enable`)).status).toBe(303);
-    expect((await visitor.post(`${page}/test`)).status).toBe(303);
-    expect((await auditRows(1))[0]!.action).toBe("POST /user/admin/webhooks/{id}/test");
+    expect((await auditRows(1))[0]).toMatchObject({ actor, action: "PATCH /api/admin/webhooks/{id}", detail: { enabled: true } });
+    const sent = await visitor.post(`${page}/test`);
+    expect([sent.status, location(sent)]).toEqual([303, `${page}?done=test`]);
+    expect((await auditRows(1))[0]).toMatchObject({ actor, action: "POST /api/admin/webhooks/{id}/test", targetId: String(row!.id) });
     const [d] = await insertDeliveries(row!.id, 1, "delivered");
-    expect((await visitor.post(`${page}/deliveries/${d!.id}/resend`)).status).toBe(303);
-    expect((await auditRows(1))[0]).toMatchObject({ action: "POST /user/admin/webhooks/{id}/deliveries/{delivery}/resend", detail: { delivery_id: d!.id } });
+    const again = await visitor.post(`${page}/deliveries/${d!.id}/resend`);
+    expect([again.status, location(again)]).toEqual([303, `${page}?done=resent`]);
+    expect((await auditRows(1))[0]).toMatchObject({ actor, action: "POST /api/admin/webhooks/{id}/deliveries/{delivery_id}/resend", targetId: String(row!.id) });
+    // pending now: the API's 404
+    expect((await visitor.post(`${page}/deliveries/${d!.id}/resend`)).status).toBe(404);
     const log = await (await visitor.get(page)).text();
     expect(log).toContain("webhook.test");
+    expect(log).toContain(`data-delivery="${d!.id}"`);
 
-    // a failed change writes nothing
+    // a refused change writes nothing, and shows the API's field error
     const before = (await auditRows(1))[0]!.id;
-    expect((await visitor.post(page, { url: "http://10.9.9.9/", ...events("user.disabled") })).status).toBe(422);
+    const bad = await visitor.post(page, { url: "http://10.9.9.9/", ...events("user.disabled") });
+    expect(bad.status).toBe(422);
+    const badHtml = await bad.text();
+    expect(badHtml).toContain('id="edit-url-error"');
+    expect(badHtml).toContain("cannot be used");
     expect((await auditRows(1))[0]!.id).toBe(before);
 
-    expect((await visitor.post(`${page}/delete`, { confirmed: "1" })).status).toBe(303);
-    expect((await auditRows(1))[0]).toMatchObject({ action: "POST /user/admin/webhooks/{id}/delete", targetId: String(row!.id) });
+    const ask = await visitor.post(`${page}/delete`, { confirmed: "0" });
+    expect(ask.status).toBe(200);
+    expect(await ask.text()).toContain("and its delivery log?");
+    const deleted = await visitor.post(`${page}/delete`, { confirmed: "1" });
+    expect([deleted.status, location(deleted)]).toEqual([303, "/user/admin/webhooks?done=deleted"]);
+    expect((await auditRows(1))[0]).toMatchObject({ actor, action: "DELETE /api/admin/webhooks/{id}", targetId: String(row!.id) });
     expect(await siteEndpoints()).toEqual([]);
+    expect((await visitor.get(page)).status).toBe(404);
     // the audit page lists it
-    expect(await (await visitor.get("/user/admin/audit")).text()).toContain("POST /user/admin/webhooks/{id}/delete");
+    expect(await (await visitor.get("/user/admin/audit")).text()).toContain("DELETE /api/admin/webhooks/{id}");
+
+    // every row of these changes is the API's, by the administrator, without a secret
+    const rows = await ctx.db.select().from(auditLog).where(and(gt(auditLog.id, startId), eq(auditLog.actorUserId, user.id))).orderBy(auditLog.id);
+    expect(rows.map((r) => r.action)).toEqual([
+      "POST /api/admin/webhooks",
+      "PATCH /api/admin/webhooks/{id}",
+      "POST /api/admin/webhooks/{id}/secret",
+      "PATCH /api/admin/webhooks/{id}",
+      "PATCH /api/admin/webhooks/{id}",
+      "POST /api/admin/webhooks/{id}/test",
+      "POST /api/admin/webhooks/{id}/deliveries/{delivery_id}/resend",
+      "DELETE /api/admin/webhooks/{id}",
+    ]);
+    expect(rows.every((r) => r.actor === actor && r.targetType === "webhooks")).toBe(true);
+    const details = JSON.stringify(rows.map((r) => r.detail));
+    for (const s of [...secrets, ...secrets.map((x) => x.slice(6))]) expect(details).not.toContain(s);
+    expect(details).not.toContain("whsec_");
+  });
+
+  test("the API's refusals on the admin page: field errors, the events it needs, a user's endpoint is not found", async () => {
+    const { user, visitor } = await signedIn("admin");
+    const { res, html } = await addEndpoint(visitor, { url: "ftp://example.com/x" }, "/user/admin/webhooks");
+    expect(res.status).toBe(422);
+    expect(html).toContain('id="new-url-error"');
+    expect(html).toContain("The scheme ftp: is not allowed");
+    expect(html).toMatch(/id="new-url"[^>]*aria-invalid="true"/);
+    expect(html).toContain('value="ftp://example.com/x"');
+    const none = await visitor.post("/user/admin/webhooks", { url: RECEIVER });
+    expect(none.status).toBe(422);
+    expect(await none.text()).toContain('id="new-events-error"');
+    expect(await siteEndpoints()).toEqual([]);
+    expect(await ctx.db.select().from(auditLog).where(eq(auditLog.actorUserId, user.id))).toEqual([]);
+
+    // a user's own endpoint is not one of the site's
+    const owner = await signedIn();
+    await addEndpoint(owner.visitor);
+    const [own] = await endpointsOf(owner.user.id);
+    expect((await visitor.get(`/user/admin/webhooks/${own!.id}`)).status).toBe(404);
+    expect((await visitor.post(`/user/admin/webhooks/${own!.id}/rotate`)).status).toBe(404);
+    expect((await visitor.post(`/user/admin/webhooks/${own!.id}/delete`, { confirmed: "1" })).status).toBe(404);
+    expect((await visitor.get("/user/admin/webhooks/abc")).status).toBe(404);
+    expect((await endpointsOf(owner.user.id)).length).toBe(1);
+  });
+
+  test("the delivery log through the API: 50 a page, Older only when there are older ones", async () => {
+    const { visitor } = await signedIn("admin");
+    await addEndpoint(visitor, {}, "/user/admin/webhooks");
+    const [row] = await siteEndpoints();
+    const page = `/user/admin/webhooks/${row!.id}`;
+    expect(await (await visitor.get(page)).text()).toContain("Nothing sent yet.");
+    const made = await insertDeliveries(row!.id, 50, "failed");
+    const full = await (await visitor.get(page)).text();
+    const shown = [...full.matchAll(/data-delivery="(\d+)"/g)].map((m) => Number(m[1]));
+    expect(shown).toEqual(made.map((d) => d.id).reverse());
+    expect(full).not.toContain('rel="next"'); // exactly one page: nothing older
+    expect(full).toContain(">Send again<");
+    const [newest] = await insertDeliveries(row!.id, 1, "delivered");
+    // the newest is the one just made: the oldest of the 50 moves to the second page
+    const first = await (await visitor.get(page)).text();
+    expect(first).toContain(`data-delivery="${newest!.id}"`);
+    const next = /href="(\/user\/admin\/webhooks\/\d+\?before=\d+)" rel="next"/.exec(first)?.[1];
+    expect(next).toBe(`${page}?before=${made[1]!.id}`);
+    const second = await (await visitor.get(next!)).text();
+    expect([...second.matchAll(/data-delivery="(\d+)"/g)].map((m) => Number(m[1]))).toEqual([made[0]!.id]);
+    expect(second).not.toContain('rel="next"');
+    expect(second).toContain("← Newest");
+    await ctx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, row!.id));
   });
 });

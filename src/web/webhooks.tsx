@@ -1,7 +1,8 @@
 /**
  * Webhooks (issue 19) in the user center: the account's own endpoints (services/webhooks.ts, scope `{ ownerId }`).
- * The pages and their handlers are shared with the admin page of the site-wide endpoints (admin/webhooks.tsx, scope
- * `{ site: true }`), which differs only in its frame, its events (user.disabled too), its gate and its audit rows.
+ * The pages and their handlers are shared with the admin page of the site-wide endpoints (admin/webhooks.tsx), which
+ * differs in its frame, its events (user.disabled too), its gate and its backend: this page calls the service layer
+ * (serviceBackend, scope `{ ownerId }`), the admin page the admin API in-process (so the API's validation and audit log).
  *
  *   GET  /user/webhooks                                   the endpoints, and the form to add one
  *   POST /user/webhooks                                   add one: its secret is shown this once (the page is not stored)
@@ -26,6 +27,7 @@ import {
   deleteEndpoint,
   type Delivery,
   type Endpoint,
+  type EndpointInput,
   type EndpointScope,
   ENDPOINTS_PER_ACCOUNT,
   findEndpoint,
@@ -51,11 +53,36 @@ const EVENT_HINTS: Record<EventType, string> = {
   "user.disabled": "an account was disabled",
 };
 
+/** What the pages show of an endpoint (a service row has it; the admin page reads it from the admin API). */
+export type EndpointView = Pick<Endpoint, "id" | "url" | "description" | "events" | "enabled" | "disabledReason" | "disabledAt" | "failingSince" | "createdAt">;
+/** What the delivery log shows of a delivery. */
+export type DeliveryView = Pick<Delivery, "id" | "eventType" | "status" | "attempts" | "lastStatusCode" | "lastLatencyMs" | "lastError" | "lastAttemptAt" | "nextAttemptAt" | "createdAt">;
+
+/**
+ * Where the pages read and change endpoints. A refusal is thrown as an AppError: 404 for an endpoint or delivery
+ * not in scope, 422 with field errors (url, description, events), 400 for the whole form (the cap).
+ */
+export interface WebhookBackend {
+  list(c: Context<SignedInEnv>): Promise<EndpointView[]>;
+  /** The answer carries the secret, shown this once. */
+  create(c: Context<SignedInEnv>, input: EndpointInput): Promise<{ endpoint: EndpointView; secret: string }>;
+  find(c: Context<SignedInEnv>, id: number): Promise<EndpointView>;
+  update(c: Context<SignedInEnv>, id: number, change: Partial<EndpointInput> & { enabled?: boolean }): Promise<EndpointView>;
+  rotate(c: Context<SignedInEnv>, id: number): Promise<{ endpoint: EndpointView; secret: string }>;
+  /** A webhook.test event to this endpoint only. */
+  test(c: Context<SignedInEnv>, id: number): Promise<void>;
+  /** A page of the log, newest first, and the `before` of the next page (null when there are no older deliveries). */
+  deliveries(c: Context<SignedInEnv>, id: number, before?: number): Promise<{ deliveries: DeliveryView[]; older: number | null }>;
+  /** Sends a delivered or failed delivery again (404 when there is none, or it is still pending). */
+  resend(c: Context<SignedInEnv>, id: number, deliveryId: number): Promise<void>;
+  remove(c: Context<SignedInEnv>, id: number): Promise<void>;
+}
+
 /** Where the pages live and what differs between the user's and the site's. */
 export interface WebhookArea {
   /** The list page's path, e.g. /user/webhooks. */
   base: string;
-  scope: (c: Context<SignedInEnv>) => EndpointScope;
+  backend: WebhookBackend;
   events: EventType[];
   /** The most endpoints this scope may hold. */
   max: number;
@@ -64,8 +91,6 @@ export interface WebhookArea {
   gate: MiddlewareHandler<SignedInEnv>;
   /** The page's frame. */
   frame: (props: { title: string; signedIn: SignedIn; children: Child }) => ReturnType<typeof Layout>;
-  /** Called after a change succeeded (the admin page writes its audit row here). */
-  changed?: (c: Context<SignedInEnv>, change: { action: string; endpointId: number | null; detail: Record<string, unknown> }) => Promise<void>;
 }
 
 const NOTICES: Record<string, string> = {
@@ -86,14 +111,14 @@ interface FormState {
 
 interface Secret {
   secret: string;
-  endpoint: Endpoint;
+  endpoint: EndpointView;
   rotated: boolean;
 }
 
 // ---- pieces ----------------------------------------------------------------------------------------------------
 
 /** The endpoint's state, in words the owner notices: disabled with its reason, or failing since when. */
-export function EndpointStatus({ e }: { e: Endpoint }) {
+export function EndpointStatus({ e }: { e: EndpointView }) {
   if (!e.enabled) {
     return (
       <span class="webhook-status disabled" data-testid="endpoint-status">
@@ -201,7 +226,7 @@ function SecretShown({ shown, area }: { shown: Secret; area: WebhookArea }) {
   );
 }
 
-function EndpointTable({ area, endpoints }: { area: WebhookArea; endpoints: Endpoint[] }) {
+function EndpointTable({ area, endpoints }: { area: WebhookArea; endpoints: EndpointView[] }) {
   return (
     <div class="table-wrap">
       <table class="list stack webhooks">
@@ -238,7 +263,7 @@ function EndpointTable({ area, endpoints }: { area: WebhookArea; endpoints: Endp
 
 const truncate = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
 
-function DeliveryLog({ area, endpoint, deliveries, before, older, signedIn }: { area: WebhookArea; endpoint: Endpoint; deliveries: Delivery[]; before?: number; older: string | null; signedIn: SignedIn }) {
+function DeliveryLog({ area, endpoint, deliveries, before, older, signedIn }: { area: WebhookArea; endpoint: EndpointView; deliveries: DeliveryView[]; before?: number; older: string | null; signedIn: SignedIn }) {
   const here = `${area.base}/${endpoint.id}`;
   return (
     <section class="card" aria-labelledby="log-title">
@@ -328,7 +353,7 @@ const emptyForm = (area: WebhookArea): FormState => ({ values: { url: "", descri
 
 async function renderList(c: Context<SignedInEnv>, area: WebhookArea, shown: { form?: FormState; secret?: Secret } = {}, status: 200 | 400 | 422 = 200) {
   const signedIn = c.get("signedIn");
-  const endpoints = await listEndpoints(c.get("deps").db, area.scope(c));
+  const endpoints = await area.backend.list(c);
   const form = shown.form ?? emptyForm(area);
   const done = c.req.query("done");
   const full = endpoints.length >= area.max;
@@ -379,17 +404,16 @@ async function renderList(c: Context<SignedInEnv>, area: WebhookArea, shown: { f
 async function renderEndpoint(
   c: Context<SignedInEnv>,
   area: WebhookArea,
-  endpoint: Endpoint,
+  endpoint: EndpointView,
   shown: { form?: FormState; secret?: Secret } = {},
   status: 200 | 422 = 200,
 ) {
   const signedIn = c.get("signedIn");
-  const db = c.get("deps").db;
   const before = idOf(c.req.query("before"), Number.MAX_SAFE_INTEGER) ?? undefined;
-  const deliveries = await listDeliveries(db, endpoint.id, before);
-  const last = deliveries.at(-1);
+  const log = await area.backend.deliveries(c, endpoint.id, before);
+  const deliveries = log.deliveries;
   const here = `${area.base}/${endpoint.id}`;
-  const older = deliveries.length === DELIVERIES_PAGE && last && (await listDeliveries(db, endpoint.id, last.id, 1)).length > 0 ? `${here}?before=${last.id}` : null;
+  const older = log.older === null ? null : `${here}?before=${log.older}`;
   const form = shown.form ?? { values: { url: endpoint.url, description: endpoint.description, events: endpoint.events }, errors: {} };
   const done = c.req.query("done");
   c.header("Cache-Control", "no-store");
@@ -492,16 +516,17 @@ function formValues(area: WebhookArea, form: FormFields): FormState["values"] {
 function formErrorsOf(e: unknown, values: FormState["values"]): { form: FormState; status: 400 | 422 } {
   if (!(e instanceof AppError) || (e.status !== 400 && e.status !== 422)) throw e;
   const errors: FormState["errors"] = {};
-  for (const [k, v] of Object.entries(e.errors ?? {})) if (k === "url" || k === "description" || k === "events") errors[k] = v[0];
+  for (const [k, v] of Object.entries(e.errors ?? {})) {
+    const field = k.split(".")[0]; // the API names an item of a list: events.0
+    if ((field === "url" || field === "description" || field === "events") && !errors[field]) errors[field] = v[0];
+  }
   const fielded = Object.keys(errors).length > 0;
   return { form: { values, errors, refusal: fielded ? undefined : e.message }, status: e.status };
 }
 
 export function registerWebhookPages(web: Hono<WebEnv>, area: WebhookArea) {
-  const { base, gate } = area;
+  const { base, gate, backend } = area;
   const path = base.startsWith(BASE) ? base.slice(BASE.length) : base;
-  const changed = (c: Context<SignedInEnv>, action: string, endpointId: number | null, detail: Record<string, unknown> = {}) =>
-    area.changed ? area.changed(c, { action, endpointId, detail }) : Promise.resolve();
 
   web.get(path, gate, (c) => renderList(c, area));
 
@@ -509,83 +534,69 @@ export function registerWebhookPages(web: Hono<WebEnv>, area: WebhookArea) {
     const values = formValues(area, await readForm(c));
     let made;
     try {
-      made = await createEndpoint(c.get("deps"), area.scope(c), values);
+      made = await backend.create(c, values);
     } catch (e) {
       const { form, status } = formErrorsOf(e, values);
       return renderList(c, area, { form }, status);
     }
-    await changed(c, `POST ${base}`, made.endpoint.id, { url: values.url, description: values.description, events: made.endpoint.events });
     // the secret is in this answer only: no redirect, the page is not stored
     return renderList(c, area, { secret: { secret: made.secret, endpoint: made.endpoint, rotated: false } });
   });
 
   web.get(`${path}/:id`, gate, async (c) => {
-    const endpoint = await findEndpoint(c.get("deps").db, area.scope(c), endpointIdOf(c.req.param("id")));
+    const endpoint = await backend.find(c, endpointIdOf(c.req.param("id")));
     return renderEndpoint(c, area, endpoint);
   });
 
   web.post(`${path}/:id`, gate, async (c) => {
-    const deps = c.get("deps");
-    const scope = area.scope(c);
     const id = endpointIdOf(c.req.param("id"));
-    const endpoint = await findEndpoint(deps.db, scope, id);
+    const endpoint = await backend.find(c, id);
     const values = formValues(area, await readForm(c));
     try {
-      await updateEndpoint(deps, scope, id, values);
+      await backend.update(c, id, values);
     } catch (e) {
-      const { form, status } = formErrorsOf(e, values);
+      const { form } = formErrorsOf(e, values);
       return renderEndpoint(c, area, endpoint, { form }, 422);
     }
-    await changed(c, `POST ${base}/{id}`, id, values);
     return c.redirect(`${base}/${id}?done=saved`, 303);
   });
 
   for (const [action, enabled] of [["enable", true], ["disable", false]] as const) {
     web.post(`${path}/:id/${action}`, gate, async (c) => {
-      const deps = c.get("deps");
       const id = endpointIdOf(c.req.param("id"));
-      await updateEndpoint(deps, area.scope(c), id, { enabled });
-      await changed(c, `POST ${base}/{id}/${action}`, id, { enabled });
+      await backend.update(c, id, { enabled });
       return c.redirect(`${base}/${id}?done=${enabled ? "enabled" : "disabled"}`, 303);
     });
   }
 
   web.post(`${path}/:id/rotate`, gate, async (c) => {
     const id = endpointIdOf(c.req.param("id"));
-    const { endpoint, secret } = await rotateSecret(c.get("deps"), area.scope(c), id);
-    await changed(c, `POST ${base}/{id}/rotate`, id);
+    const { endpoint, secret } = await backend.rotate(c, id);
     return renderEndpoint(c, area, endpoint, { secret: { secret, endpoint, rotated: true } });
   });
 
   web.post(`${path}/:id/test`, gate, async (c) => {
-    const deps = c.get("deps");
     const id = endpointIdOf(c.req.param("id"));
-    const endpoint = await findEndpoint(deps.db, area.scope(c), id);
+    const endpoint = await backend.find(c, id);
     if (!endpoint.enabled) throw new AppError("bad_request", "The endpoint is switched off: switch it on to send a test event.");
-    if ((await sendTestEvent(deps.db, id, deps.clock())) === null) throw notFound("Webhook endpoint not found.");
-    await changed(c, `POST ${base}/{id}/test`, id);
+    await backend.test(c, id);
     return c.redirect(`${base}/${id}?done=test`, 303);
   });
 
   web.post(`${path}/:id/deliveries/:delivery/resend`, gate, async (c) => {
-    const deps = c.get("deps");
     const id = endpointIdOf(c.req.param("id"));
-    await findEndpoint(deps.db, area.scope(c), id);
+    await backend.find(c, id);
     const delivery = idOf(c.req.param("delivery"), Number.MAX_SAFE_INTEGER);
-    if (delivery === null || !(await resendDelivery(deps.db, id, delivery))) {
-      throw notFound("There is no such delivery, or it is still pending.");
-    }
-    await changed(c, `POST ${base}/{id}/deliveries/{delivery}/resend`, id, { delivery_id: delivery });
+    if (delivery === null) throw notFound(NO_SUCH_DELIVERY);
+    await backend.resend(c, id, delivery);
     return c.redirect(`${base}/${id}?done=resent`, 303);
   });
 
   // confirmed (the page's script asks first, or the page below without scripts), the endpoint goes with its log
   web.post(`${path}/:id/delete`, gate, async (c) => {
-    const deps = c.get("deps");
-    const scope = area.scope(c);
     const id = endpointIdOf(c.req.param("id"));
     if (formField(await readForm(c), "confirmed") !== "1") {
-      const endpoint = await findEndpoint(deps.db, scope, id);
+      const endpoint = await backend.find(c, id);
       return c.html(
         area.frame({
           title: "Delete a webhook endpoint",
@@ -610,16 +621,47 @@ export function registerWebhookPages(web: Hono<WebEnv>, area: WebhookArea) {
         }),
       );
     }
-    await deleteEndpoint(deps.db, scope, id);
-    await changed(c, `POST ${base}/{id}/delete`, id);
+    await backend.remove(c, id);
     return c.redirect(`${base}?done=deleted`, 303);
   });
+}
+
+const NO_SUCH_DELIVERY = "There is no such delivery, or it is still pending.";
+
+/** The service layer in a scope: the user center's backend (the account's own endpoints). */
+export function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope): WebhookBackend {
+  return {
+    list: (c) => listEndpoints(c.get("deps").db, scope(c)),
+    create: (c, input) => createEndpoint(c.get("deps"), scope(c), input),
+    find: (c, id) => findEndpoint(c.get("deps").db, scope(c), id),
+    update: (c, id, change) => updateEndpoint(c.get("deps"), scope(c), id, change),
+    rotate: (c, id) => rotateSecret(c.get("deps"), scope(c), id),
+    test: async (c, id) => {
+      const deps = c.get("deps");
+      await findEndpoint(deps.db, scope(c), id);
+      if ((await sendTestEvent(deps.db, id, deps.clock())) === null) throw notFound("Webhook endpoint not found.");
+    },
+    deliveries: async (c, id, before) => {
+      const { db } = c.get("deps");
+      await findEndpoint(db, scope(c), id);
+      const deliveries = await listDeliveries(db, id, before);
+      const last = deliveries.at(-1);
+      const older = deliveries.length === DELIVERIES_PAGE && last && (await listDeliveries(db, id, last.id, 1)).length > 0 ? last.id : null;
+      return { deliveries, older };
+    },
+    resend: async (c, id, deliveryId) => {
+      const { db } = c.get("deps");
+      await findEndpoint(db, scope(c), id);
+      if (!(await resendDelivery(db, id, deliveryId))) throw notFound(NO_SUCH_DELIVERY);
+    },
+    remove: (c, id) => deleteEndpoint(c.get("deps").db, scope(c), id),
+  };
 }
 
 /** The user center's page: the account's own endpoints. */
 export const userArea: WebhookArea = {
   base: `${BASE}/webhooks`,
-  scope: (c) => ({ ownerId: c.get("signedIn").user.id }),
+  backend: serviceBackend((c) => ({ ownerId: c.get("signedIn").user.id })),
   events: USER_EVENTS,
   max: ENDPOINTS_PER_ACCOUNT,
   whose: "your images and API tokens",
