@@ -1,4 +1,5 @@
-import { and, asc, desc, eq, ilike, inArray, isNull, lte, notInArray, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, ilike, inArray, isNull, lte, notInArray, or, type Placeholder, type SQL, sql } from "drizzle-orm";
+import { prepared } from "./prepared.ts";
 import type { Executor, Tx } from "../client.ts";
 import { albums, images, strategies, users } from "../schema.ts";
 
@@ -37,12 +38,15 @@ export const isFiltered = (filter: ImageFilter) =>
 /** `q` as a LIKE pattern that matches it anywhere, its wildcards (`%`, `_`) and the escape (`\`) taken literally. */
 export const containsPattern = (q: string) => `%${q.replace(/[\\%_]/g, "\\$&")}%`;
 
-function ownerWhere(ownerId: number, filter: ImageFilter) {
+/** A value of a list's statement: the value itself, or the placeholder a prepared statement fills in. */
+type Arg<T> = T | Placeholder;
+
+function ownerWhere(ownerId: Arg<number>, filter: ImageFilter, values: { album?: Arg<number>; pattern?: Arg<string>; isPublic?: Arg<boolean> } = {}) {
   const conditions = [eq(images.userId, ownerId)];
   if (filter?.album === null) conditions.push(isNull(images.albumId));
-  else if (filter?.album !== undefined) conditions.push(eq(images.albumId, filter.album));
-  if (filter?.q) conditions.push(ilike(images.originName, containsPattern(filter.q)));
-  if (filter?.visibility) conditions.push(eq(images.isPublic, filter.visibility === "public"));
+  else if (filter?.album !== undefined) conditions.push(eq(images.albumId, values.album ?? filter.album));
+  if (filter?.q) conditions.push(ilike(images.originName, values.pattern ?? containsPattern(filter.q)));
+  if (filter?.visibility) conditions.push(eq(images.isPublic, values.isPublic ?? filter.visibility === "public"));
   return and(...conditions);
 }
 
@@ -56,18 +60,41 @@ const orders = {
   largest: [desc(images.size), desc(images.id)],
 } satisfies Record<ImageSort, unknown[]>;
 
+/** A filter's shape: what its prepared statement depends on (which conditions there are, not their values). */
+const shapeOf = (filter: ImageFilter) =>
+  `${filter?.album === null ? "none" : filter?.album !== undefined ? "album" : "all"}:${filter?.q ? "q" : ""}:${filter?.visibility ? "v" : ""}`;
+
+const placeholders = { album: sql.placeholder("album"), pattern: sql.placeholder("pattern"), isPublic: sql.placeholder("isPublic") };
+const valuesOf = (ownerId: number, filter: ImageFilter) => ({
+  owner: ownerId,
+  album: typeof filter?.album === "number" ? filter.album : undefined,
+  pattern: filter?.q ? containsPattern(filter.q) : undefined,
+  isPublic: filter?.visibility ? filter.visibility === "public" : undefined,
+});
+
 /** A page of the owner's images with their strategies, newest first by default; ties broken by id so pages never overlap. */
 export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number, filter?: ImageFilter, sort: ImageSort = "newest") {
-  return imageListQuery(db, ownerId, limit, offset, filter, sort);
+  const statement = prepared(db, `images:list:${sort}:${shapeOf(filter)}`, (name) =>
+    imageListQuery(db, sql.placeholder("owner"), sql.placeholder("limit"), sql.placeholder("offset"), filter, sort, placeholders).prepare(name),
+  );
+  return statement.execute({ ...valuesOf(ownerId, filter), limit, offset });
 }
 
 /** listImagesForOwner's statement, unsent (its plan is tested: test/images-web.test.ts). */
-export function imageListQuery(db: Executor, ownerId: number, limit: number, offset: number, filter?: ImageFilter, sort: ImageSort = "newest") {
+export function imageListQuery(
+  db: Executor,
+  ownerId: Arg<number>,
+  limit: Arg<number>,
+  offset: Arg<number>,
+  filter?: ImageFilter,
+  sort: ImageSort = "newest",
+  values?: Parameters<typeof ownerWhere>[2],
+) {
   return db
     .select({ image: images, strategy: strategies })
     .from(images)
     .innerJoin(strategies, eq(strategies.id, images.strategyId))
-    .where(ownerWhere(ownerId, filter))
+    .where(ownerWhere(ownerId, filter, values))
     .orderBy(...orders[sort])
     .limit(limit)
     .offset(offset);
@@ -83,8 +110,11 @@ export async function countImagesForOwner(db: Executor, ownerId: number, filter:
     const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerWhere(ownerId, filter));
     return row?.n ?? 0;
   }
-  const matching = db.select({ one: sql`1` }).from(images).where(ownerWhere(ownerId, filter)).limit(upTo).as("matching");
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(matching);
+  const statement = prepared(db, `images:count:${shapeOf(filter)}`, (name) => {
+    const matching = db.select({ one: sql`1` }).from(images).where(ownerWhere(sql.placeholder("owner"), filter, placeholders)).limit(sql.placeholder("upTo")).as("matching");
+    return db.select({ n: sql<number>`count(*)::int` }).from(matching).prepare(name);
+  });
+  const [row] = await statement.execute({ ...valuesOf(ownerId, filter), upTo });
   return row?.n ?? 0;
 }
 

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, lt, ne, notInArray, or, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
+import { prepared } from "./prepared.ts";
 import { albums, groups, sessions, users } from "../schema.ts";
 
 export type Session = typeof sessions.$inferSelect;
@@ -12,12 +13,16 @@ export async function insertSession(db: Executor, values: NewSession): Promise<S
 
 /** The unexpired session with this secret hash, with its account and the account's group, read now (never cached). */
 export async function findLiveSession(db: Executor, secretHash: string, now: Date) {
-  const [row] = await db
-    .select({ session: sessions, user: users, group: groups })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .innerJoin(groups, eq(groups.id, users.groupId))
-    .where(and(eq(sessions.secretHash, secretHash), gt(sessions.expiresAt, now)));
+  const statement = prepared(db, "sessions:live", (name) =>
+    db
+      .select({ session: sessions, user: users, group: groups })
+      .from(sessions)
+      .innerJoin(users, eq(users.id, sessions.userId))
+      .innerJoin(groups, eq(groups.id, users.groupId))
+      .where(and(eq(sessions.secretHash, sql.placeholder("hash")), gt(sessions.expiresAt, sql.placeholder("now"))))
+      .prepare(name),
+  );
+  const [row] = await statement.execute({ hash: secretHash, now: now.toISOString() });
   return row ?? null;
 }
 
@@ -117,10 +122,14 @@ export async function isEmailTakenByOther(db: Executor, email: string, userId: n
 
 /** The account's first `limit` albums, by name. */
 export async function listAlbumsForOwner(db: Executor, ownerId: number, limit: number) {
-  return db
-    .select({ id: albums.id, name: albums.name })
-    .from(albums)
-    .where(eq(albums.userId, ownerId))
-    .orderBy(asc(albums.name), asc(albums.id))
-    .limit(limit);
+  const statement = prepared(db, "albums:names", (name) =>
+    db
+      .select({ id: albums.id, name: albums.name })
+      .from(albums)
+      .where(eq(albums.userId, sql.placeholder("owner")))
+      .orderBy(asc(albums.name), asc(albums.id))
+      .limit(sql.placeholder("limit"))
+      .prepare(name),
+  );
+  return statement.execute({ owner: ownerId, limit });
 }

@@ -1,6 +1,7 @@
 import { defined } from "./defined.ts";
 import { asc, eq, ilike, or, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
+import { prepared } from "./prepared.ts";
 import { albums, users } from "../schema.ts";
 
 export type User = typeof users.$inferSelect;
@@ -8,7 +9,8 @@ export type NewUser = typeof users.$inferInsert;
 export type Album = typeof albums.$inferSelect;
 
 export async function getUser(db: Executor, id: number): Promise<User | null> {
-  const [row] = await db.select().from(users).where(eq(users.id, id));
+  const statement = prepared(db, "users:one", (name) => db.select().from(users).where(eq(users.id, sql.placeholder("id"))).prepare(name));
+  const [row] = await statement.execute({ id });
   return row ?? null;
 }
 
