@@ -371,3 +371,20 @@ describe("the README's verification code", () => {
     }
   });
 });
+
+describe("recovery", () => {
+  test("a pending delivery that lost its job (a restored backup holds deliveries, not the queue) is sent at the next start", async () => {
+    const { r, endpoint } = await subscribe(alice, ["image.uploaded"]);
+    r.answer(() => new Response("ok"));
+    const body = JSON.stringify({ type: "image.uploaded", timestamp: new Date().toISOString(), data: { key: "restored" } });
+    await ctx.db.execute(sql`insert into webhook_deliveries (endpoint_id, message_id, seq, event_type, subject, body, next_attempt_at)
+      values (${endpoint.id}, 'msg_restored', nextval('webhook_event_seq'), 'image.uploaded', 'image:restored', ${body}, now() - interval '1 hour')`);
+    await Bun.sleep(300);
+    expect(r.got).toEqual([]); // no job: nothing happens by itself
+    await queue.stop();
+    queue = await startQueue(ctx.deps, ctx.connection, { concurrency: 4, pollIntervalMs: 100 });
+    await until("the restored delivery", () => r.got.length >= 1);
+    expect(r.got.map((g) => [g.id, g.type, g.data.key, g.verified])).toEqual([["msg_restored", "image.uploaded", "restored", true]]);
+    expect((await deliveriesOf(endpoint.id))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+});

@@ -92,6 +92,21 @@ async function heartbeat(deps: Deps, instance: string, workerIds: string[]) {
   }
 }
 
+/**
+ * Pending deliveries long overdue have lost their job (a database restored from a backup, which holds the deliveries
+ * but not graphile-worker's schema): each gets its job again. The job key makes this a no-op for a delivery whose job
+ * is still waiting (its time is kept).
+ */
+async function requeueOverdue(deps: Deps) {
+  const requeued = rowsOf(
+    await deps.db.execute(sql`
+      select graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', d.id), run_at => now(),
+        job_key => 'webhook-delivery:' || d.id::text, job_key_mode => 'preserve_run_at', max_attempts => 10)
+      from (select id from webhook_deliveries where status = 'pending' and next_attempt_at < now() - interval '10 minutes' order by id limit 10000) d`),
+  ).length;
+  if (requeued > 0) logFor(deps).info({ deliveries: requeued }, `job queue: ${requeued} overdue pending deliveries queued again`);
+}
+
 export interface QueueOptions {
   /** Jobs run at once by this instance (deliveries in flight, all endpoints). */
   concurrency: number;
@@ -135,6 +150,7 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
     pollInterval: options.pollIntervalMs ?? 2_000,
     logger: quietLogger(log),
   });
+  await withLogger(log, () => requeueOverdue(deps)).catch((e) => log.error({ err: e }, "job queue: could not requeue overdue deliveries"));
   const beat = () =>
     withLogger(log, () => heartbeat(deps, instance, workerIds)).catch((e) => log.error({ err: e }, "job queue: the heartbeat failed"));
   let beating: Promise<unknown> = beat();
