@@ -103,9 +103,9 @@ const WebhookDelivery = z
   })
   .openapi("WebhookDelivery");
 
-const description = z.string().max(DESCRIPTION_MAX).openapi({ description: `What it is for (at most ${DESCRIPTION_MAX} characters)`, example: "Purge the CDN" });
+const description = z.string().max(DESCRIPTION_MAX, `The description may be at most ${DESCRIPTION_MAX} characters.`).openapi({ description: `What it is for (at most ${DESCRIPTION_MAX} characters)`, example: "Purge the CDN" });
 const url = z.string().min(1).max(2048).openapi({ description: URL_TEXT, example: "https://hooks.example.com/image-host" });
-const events = z.array(event).min(1).max(EVENT_TYPES.length * 2).openapi({ description: "At least one event type; repeats count once" });
+const events = z.array(event).min(1, "Choose at least one event.").max(EVENT_TYPES.length * 2, "Name each event once.").openapi({ description: "At least one event type; repeats count once" });
 
 const CreateWebhookInput = z.object({ url, description: description.optional(), events }).openapi("CreateWebhookInput");
 
