@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./support/processes.ts";
 
 setDefaultTimeout(120_000);
 
@@ -21,12 +22,6 @@ let port: number;
 let proc: ReturnType<typeof Bun.spawn>;
 let output = "";
 
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const p = s.port!;
-  s.stop(true);
-  return p;
-}
 
 const openFiles = () => readdirSync(`/proc/${proc.pid}/fd`).length;
 

@@ -6,6 +6,7 @@ import postgres from "postgres";
 import { LEASE_SECONDS } from "../src/services/limits.ts";
 import { makeImage, makeNoisyJpeg, multipart } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+import { freePort, startServer } from "./support/processes.ts";
 
 // servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
 setDefaultTimeout(60_000);
@@ -18,7 +19,6 @@ setDefaultTimeout(60_000);
  * the pending removals of the dead instance's deletes and uploads are finished by the survivor's worker.
  */
 const serverUrl = process.env.TEST_DATABASE_URL;
-const root = join(import.meta.dir, "..");
 const ADMIN_TOKEN = "crash-test-admin-token-0123456789abcdef";
 const USERS = 6;
 const SEEDED = 8;
@@ -28,26 +28,7 @@ const DELETE_WAVE_MS = 600;
 /** How long after the kill everything must agree: a dead upload's lease, then a few worker passes. */
 const CONVERGE_MS = (LEASE_SECONDS + 10) * 1000;
 
-async function freePort(): Promise<number> {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  await probe.stop(true);
-  return port;
-}
 
-/** Starts src/server.ts and resolves once /health answers 200. */
-async function startServer(env: Record<string, string>) {
-  const proc = Bun.spawn(["bun", "run", "src/server.ts"], { cwd: root, env: { ...process.env, ...env }, stdout: "ignore", stderr: "pipe" });
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`the server exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`);
-    const res = await fetch(`${env.BASE_URL}/health`).catch(() => null);
-    if (res?.status === 200) return proc;
-    await Bun.sleep(100);
-  }
-  proc.kill("SIGKILL");
-  throw new Error("the server did not become healthy within 20 s");
-}
 
 /** Every file under `dir`, as paths relative to it. */
 function filesUnder(dir: string, prefix = ""): string[] {

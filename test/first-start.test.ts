@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { processState } from "../src/db/embedded.ts";
+import { freePort } from "./support/processes.ts";
 
 /**
  * The first hour on a new machine (issue 16), with the real server and CLI as a user runs them:
@@ -38,12 +39,6 @@ function privateDir(owner?: { uid: number; gid: number }) {
   return dir;
 }
 
-async function freePort(): Promise<number> {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  await probe.stop(true);
-  return port;
-}
 
 interface User {
   name: string;

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
+import { freePort } from "./support/processes.ts";
 
 /**
  * The README's Quick start, run exactly as written on a fresh clone (issue 16, "Done when").
@@ -46,12 +47,6 @@ export function quickStart(markdown: string): string[] {
 
 const isComment = (line: string) => line.trim().startsWith("#");
 
-async function freePort(): Promise<number> {
-  const probe = Bun.serve({ port: 0, hostname: "0.0.0.0", fetch: () => new Response() });
-  const port = probe.port!;
-  await probe.stop(true);
-  return port;
-}
 
 /** A user's shell environment: none of the test run's database or server settings. */
 function userEnv(extra: Record<string, string>): Record<string, string> {
@@ -135,7 +130,7 @@ test.skipIf(!hasGit)("the README's Quick start, exactly as written, on a fresh c
   // "any image of yours"
   await Bun.write(join(checkout, image), await sharp({ create: { width: 640, height: 400, channels: 3, background: "#3366cc" } }).png().toBuffer());
 
-  const port = await freePort();
+  const port = await freePort("0.0.0.0");
   const baseUrl = `http://localhost:${port}`;
   const env = userEnv({ PORT: String(port), BASE_URL: baseUrl });
 

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeImage, multipart } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
+import { freePort } from "./support/processes.ts";
 
 // servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
 setDefaultTimeout(60_000);
@@ -21,12 +22,6 @@ function tempDir() {
   return d;
 }
 
-async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
-}
 
 function start(env: Record<string, string>) {
   const cleanEnv = { ...process.env };
