@@ -20,7 +20,7 @@ import { AppError, notFound, validationError } from "../errors.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issuePermanentToken } from "../services/tokens.ts";
 import { formField, readForm } from "./form.ts";
-import { CopyButton, Field, FormToken, Layout, Notice } from "./layout.tsx";
+import { CopyButton, Field, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 /** What the settings hold where the user's token goes, when the page did not just make one. */
@@ -295,13 +295,7 @@ function IntegrationsPage({ signedIn, settings, choices, shown }: { signedIn: Si
         <section class="card secret" aria-labelledby="created-title">
           <h2 id="created-title">Your new token: {created.label}</h2>
           <Notice kind="info">The settings below hold this token. Copy them now: it is shown only this once, and only its hash is kept.</Notice>
-          <div class="secret-value">
-            <label for="new-token" class="visually-hidden">
-              New token
-            </label>
-            <input id="new-token" type="text" readonly value={created.token} data-testid="new-token" />
-            <CopyButton text={created.token} label="Copy" name="token" />
-          </div>
+          <SecretValue id="new-token" label="New token" value={created.token} name="token" />
           <p class="muted small">
             It is listed on the <a href={`${BASE}/tokens`}>API tokens</a> page, where it can be revoked. <a href={`${BASE}/integrations?${query(o)}`}>Show the settings without a token</a>.
           </p>

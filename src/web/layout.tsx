@@ -163,6 +163,17 @@ export const CopyButton = ({ text, label, name }: { text: string; label: string;
   </button>
 );
 
+/** A secret shown once: read-only, labelled for screen readers, with its copy button. */
+export const SecretValue = ({ id, label, value, name }: { id: string; label: string; value: string; name: string }) => (
+  <div class="secret-value">
+    <label for={id} class="visually-hidden">
+      {label}
+    </label>
+    <input id={id} type="text" readonly value={value} data-testid={id} />
+    <CopyButton text={value} label="Copy" name={name} />
+  </div>
+);
+
 const UNITS = ["B", "KB", "MB", "GB", "TB", "PB"];
 
 /** 1536 → "1.5 KB" (units of 1024, as the API's KB). */

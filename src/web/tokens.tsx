@@ -13,7 +13,7 @@ import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken } from "../services/tokens.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, readForm } from "./form.ts";
-import { CopyButton, Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
+import { CopyButton, Field, FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const MAX_LABEL = 100;
@@ -109,13 +109,7 @@ function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; listing:
         <section class="card secret" aria-labelledby="created-title">
           <h2 id="created-title">Your new token{created.label ? `: ${created.label}` : ""}</h2>
           <Notice kind="info">Copy it now: it is shown only this once. Only its hash is kept.</Notice>
-          <div class="secret-value">
-            <label for="new-token" class="visually-hidden">
-              New token
-            </label>
-            <input id="new-token" type="text" readonly value={created.token} data-testid="new-token" />
-            <CopyButton text={created.token} label="Copy" name="token" />
-          </div>
+          <SecretValue id="new-token" label="New token" value={created.token} name="token" />
           <p class="muted small">
             Use it as <code>Authorization: Bearer &lt;token&gt;</code>, in the <code>id|token</code> form shown or the part after the bar alone.
           </p>

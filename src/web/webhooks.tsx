@@ -39,7 +39,7 @@ import {
 import { resendDelivery, sendTestEvent } from "../webhooks/deliver.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, type FormFields, readForm } from "./form.ts";
-import { CopyButton, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
+import { FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 /** What a user's endpoint may ask for: user.disabled goes to the site-wide endpoints only. */
@@ -206,13 +206,7 @@ function SecretShown({ shown, area }: { shown: Secret; area: WebhookArea }) {
       <Notice kind="info">
         Copy it now: it will not be shown again.{shown.rotated ? " The old secret no longer signs anything." : ""}
       </Notice>
-      <div class="secret-value">
-        <label for="webhook-secret" class="visually-hidden">
-          Signing secret
-        </label>
-        <input id="webhook-secret" type="text" readonly value={shown.secret} data-testid="webhook-secret" />
-        <CopyButton text={shown.secret} label="Copy" name="signing secret" />
-      </div>
+      <SecretValue id="webhook-secret" label="Signing secret" value={shown.secret} name="signing secret" />
       <p class="muted small">
         Every delivery is signed as Standard Webhooks do it: the headers <code>webhook-id</code>, <code>webhook-timestamp</code> and{" "}
         <code>webhook-signature</code> (<code>v1,</code> and the base64 HMAC-SHA256 of <code>id.timestamp.body</code>, keyed with the base64-decoded part of the
