@@ -10,7 +10,7 @@ import { rowsOf } from "../src/webhooks/deliver.ts";
 import { emitEvent } from "../src/webhooks/events.ts";
 import { startQueue } from "../src/webhooks/queue.ts";
 import { secretBox } from "../src/webhooks/secret-box.ts";
-import { createTestContext, type TestUser } from "./support/harness.ts";
+import { createTestContext, quietly, type TestUser } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
 
@@ -386,5 +386,36 @@ describe("recovery", () => {
     await until("the restored delivery", () => r.got.length >= 1);
     expect(r.got.map((g) => [g.id, g.type, g.data.key, g.verified])).toEqual([["msg_restored", "image.uploaded", "restored", true]]);
     expect((await deliveriesOf(endpoint.id))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+});
+
+describe("SSRF at delivery", () => {
+  test("a name that resolved to an allowed address at saving, and to a private one now (DNS rebinding), is refused and logged; nothing is sent", async () => {
+    const settings = ctx.deps.config.webhooks!;
+    const r = receiver();
+    receivers.push(r);
+    const port = new URL(r.url).port;
+    let answer = "127.0.0.1";
+    settings.resolve = async () => [answer];
+    try {
+      const { endpoint, secret } = await createEndpoint(ctx.deps, { ownerId: alice.id }, { url: `http://hooks.rebind.test:${port}/hook`, events: ["image.uploaded"] });
+      r.secret = secret;
+      answer = "10.0.0.5";
+      const { logged } = await quietly(async () => {
+        await upload(alice);
+        await until("a refused attempt", async () => (await deliveriesOf(endpoint.id))[0]?.attempts);
+      });
+      const [row] = await deliveriesOf(endpoint.id);
+      expect(row).toMatchObject({ status: "pending", attempts: 1, last_status_code: null });
+      expect(row!.last_error).toBe("refused: 10.0.0.5 is a private address");
+      expect(r.got).toEqual([]);
+      expect(logged.some((l) => String(l.msg).startsWith("webhook refused: 10.0.0.5 is a private address") && l.endpoint_id === endpoint.id)).toBe(true);
+      // and back on an allowed address: the retry goes out
+      answer = "127.0.0.1";
+      await until("delivered on a retry", async () => (await deliveriesOf(endpoint.id))[0]?.status === "delivered");
+      expect(r.got.map((g) => g.verified)).toEqual([true]);
+    } finally {
+      settings.resolve = undefined;
+    }
   });
 });
