@@ -7,7 +7,9 @@
  *   bun run bench --only images     only issue 17's image cells (scripts/bench/variants.ts, ~3–4 minutes; --quick: ~1.5):
  *                                   replaces their section of BENCHMARKS.md (the full run, not --quick, runs them at its end)
  *   bun run bench --only pages      only issue 18's user center pages at scale (scripts/bench/pages.ts, ~6–8 minutes;
- *                                   --quick: ~2): replaces their section of BENCHMARKS.md (the full run runs them last)
+ *                                   --quick: ~2): replaces their section of BENCHMARKS.md (the full run runs them at its end)
+ *   bun run bench --only webhooks   only issue 19's webhook cells (scripts/bench/webhooks.ts, ~3–5 minutes; --quick: ~1):
+ *                                   replaces their section of BENCHMARKS.md (the full run runs them after the pages)
  *   options: --out FILE (write the report there; with --quick too), --no-write
  *
  * What runs, all on 127.0.0.1:
@@ -55,6 +57,7 @@ import { ensureTools } from "./bench/tools.ts";
 import { cleanup, fmt, freshDatabase, interrupted, markdownTable, onCleanup, ROOT, run } from "./bench/util.ts";
 import { PAGE_CELLS_BUDGET_S, PAGES_HEADING, runPageCells, writePagesSection } from "./bench/pages.ts";
 import { IMAGE_CELLS_BUDGET_S, IMAGES_HEADING, runImageCells, writeImagesSection } from "./bench/variants.ts";
+import { runWebhookCells, WEBHOOK_CELLS_BUDGET_S, WEBHOOKS_HEADING, writeWebhooksSection } from "./bench/webhooks.ts";
 import { Wrk, type WrkResult } from "./bench/wrk.ts";
 
 // ---------------------------------------------------------------- options
@@ -66,17 +69,25 @@ const OUT = outArg >= 0 ? resolve(argv[outArg + 1] ?? "") : QUICK || argv.includ
 const COMMAND = `bun run bench${argv.length ? ` ${argv.join(" ")}` : ""}`;
 const onlyArg = argv.indexOf("--only");
 const ONLY = onlyArg >= 0 ? (argv[onlyArg + 1] ?? "") : null;
-if (ONLY !== null && ONLY !== "images" && ONLY !== "pages") {
-  console.error(`bench: --only ${ONLY}: the parts that run alone are "images" (issue 17's image cells) and "pages" (issue 18's pages at scale)`);
+if (ONLY !== null && ONLY !== "images" && ONLY !== "pages" && ONLY !== "webhooks") {
+  console.error(
+    `bench: --only ${ONLY}: the parts that run alone are "images" (issue 17's image cells), "pages" (issue 18's pages at scale) and "webhooks" (issue 19's webhook cells)`,
+  );
   process.exit(2);
 }
 
 const cfg = QUICK
   ? { rounds: 1, serveSeconds: 1, uploadSeconds: 2, listSeconds: 1, settleMs: 100, listSizes: [1_000, 100_000], wrkWarmup: false, budgetS: 170 }
-  : { rounds: 3, serveSeconds: 4, uploadSeconds: 5, listSeconds: 4, settleMs: 250, listSizes: [1_000, 100_000, 1_000_000], wrkWarmup: true, budgetS: 1200 + IMAGE_CELLS_BUDGET_S.full + PAGE_CELLS_BUDGET_S.full };
-/** --only images / pages: those cells' own budget (and a minute to install tools and stop). */
+  : { rounds: 3, serveSeconds: 4, uploadSeconds: 5, listSeconds: 4, settleMs: 250, listSizes: [1_000, 100_000, 1_000_000], wrkWarmup: true, budgetS: 1200 + IMAGE_CELLS_BUDGET_S.full + PAGE_CELLS_BUDGET_S.full + WEBHOOK_CELLS_BUDGET_S.full };
+/** --only images / pages / webhooks: those cells' own budget (and a minute to install tools and stop). */
 const BUDGET_S =
-  ONLY === "images" ? IMAGE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60 : ONLY === "pages" ? PAGE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60 : cfg.budgetS;
+  ONLY === "images"
+    ? IMAGE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60
+    : ONLY === "pages"
+      ? PAGE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60
+      : ONLY === "webhooks"
+        ? WEBHOOK_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60
+        : cfg.budgetS;
 const PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const UPLOAD_ACCOUNTS = 4;
 
@@ -579,6 +590,7 @@ async function main() {
     await nginx.stop();
     await imageCells(tools);
     await pageCells(tools);
+    await webhookCells();
   }
 }
 
@@ -615,6 +627,24 @@ async function pageCells(tools?: Awaited<ReturnType<typeof ensureTools>>) {
   if (OUT) {
     writePagesSection(OUT, section);
     console.log(`wrote the section "${PAGES_HEADING.slice(3)}" of ${OUT}`);
+  }
+}
+
+/** Issue 19's webhook cells (scripts/bench/webhooks.ts): printed, and their section of OUT replaced (appended when missing). */
+async function webhookCells() {
+  let section: string;
+  try {
+    section = (await runWebhookCells({ quick: QUICK, command: COMMAND, log, pgUrl: PG_URL })).section;
+  } catch (e) {
+    if (interrupted) throw e;
+    console.error(e);
+    code = 1;
+    section = `${WEBHOOKS_HEADING}\n\nNot measured by \`${COMMAND}\` on ${new Date().toISOString()}: ${(e as Error).message.split("\n")[0]}\n`;
+  }
+  console.log(`\n${section}`);
+  if (OUT) {
+    writeWebhooksSection(OUT, section);
+    console.log(`wrote the section "${WEBHOOKS_HEADING.slice(3)}" of ${OUT}`);
   }
 }
 
@@ -779,6 +809,7 @@ let code = 0;
 try {
   if (ONLY === "images") await imageCells();
   else if (ONLY === "pages") await pageCells();
+  else if (ONLY === "webhooks") await webhookCells();
   else await main();
 } catch (e) {
   if (!interrupted) console.error(e);
