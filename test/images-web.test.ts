@@ -514,9 +514,12 @@ describe("100,000 images in one account", () => {
       const res = await visitor.get(`/user/images?${query}`);
       expect(res.status, query).toBe(200);
     }
-    // a filtered total is counted up to 1,000 (or as far as the page reaches), then said as "more than"
+    // a filtered total is counted up to 300 (or as far as the page reaches), then said as "more than"
     const privates = await text(await visitor.get("/user/images?visibility=private"));
-    expect(privates).toContain("more than 1,000 images, newest first");
+    expect(privates).toContain("more than 300 images, newest first");
+    // a page beyond the cap counts as far as it reaches
+    const far = await text(await visitor.get("/user/images?visibility=private&page=20&per_page=30"));
+    expect(far).toContain("more than 600 images, newest first");
     expect(privates).toMatch(/<span>Page 1<\/span>/);
     expect(privates).toContain('rel="next"');
     const cats = await text(await visitor.get("/user/images?q=CAT&sort=largest"));

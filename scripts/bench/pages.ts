@@ -207,7 +207,9 @@ async function seedRows(job: SeedJob): Promise<SeedResult> {
 async function explainPages(job: ExplainJob): Promise<ExplainResult> {
   const database = await openDb(job);
   const { listImagesForOwner, countImagesForOwner, isFiltered } = await import("../../src/db/repositories/images.ts");
-  const { listAlbumsWithCounts } = await import("../../src/db/repositories/albums.ts");
+  const { listAlbumsWithCounts, ALBUMS_PER_ACCOUNT } = await import("../../src/db/repositories/albums.ts");
+  const { listAlbumsForOwner } = await import("../../src/db/repositories/sessions.ts");
+  const { COUNT_CAP } = await import("../../src/web/images.tsx");
   const { getUser, listUsers } = await import("../../src/db/repositories/users.ts");
   const session = (database.db as unknown as { session: { logger: { logQuery(q: string, p: unknown[]): void }; client: postgres.Sql } }).session;
   const captured: { statement: string; params: unknown[] }[] = [];
@@ -219,9 +221,14 @@ async function explainPages(job: ExplainJob): Promise<ExplainResult> {
       const steps: [string, () => Promise<unknown>][] = [];
       if (query.kind === "images") {
         const filter = { album: query.album, q: query.q, visibility: query.visibility };
-        steps.push(["albums with counts (every Images page: the album filter's options)", () => listAlbumsWithCounts(db, job.ownerId)]);
+        const upTo = Math.max(COUNT_CAP, query.page * query.perPage) + 1;
+        steps.push(["album names (every Images page: the album filter's options)", () => listAlbumsForOwner(db, job.ownerId, ALBUMS_PER_ACCOUNT)]);
         steps.push(["list", () => listImagesForOwner(db, job.ownerId, query.perPage, (query.page - 1) * query.perPage, filter, query.sort)]);
-        steps.push(isFiltered(filter) ? ["count", () => countImagesForOwner(db, job.ownerId, filter)] : ["count (the account's counter)", () => getUser(db, job.ownerId)]);
+        steps.push(
+          isFiltered(filter)
+            ? [`count (up to ${upTo})`, () => countImagesForOwner(db, job.ownerId, filter, upTo)]
+            : ["count (the account's counter)", () => getUser(db, job.ownerId)],
+        );
       } else if (query.kind === "albums") {
         steps.push(["albums with counts", () => listAlbumsWithCounts(db, job.ownerId)]);
       } else {

@@ -32,8 +32,17 @@ export interface SnippetImage {
   origin_name: string;
 }
 
+/** Where the image's variants are asked for on this server: `{BASE_URL}/i/{pathname}`, each segment encoded. */
+export const variantPath = (image: Pick<SnippetImage, "pathname">, baseUrl: string) =>
+  `${baseUrl.replace(/\/+$/, "")}/i/${image.pathname.split("/").map(encodeURIComponent).join("/")}`;
+
+/**
+ * The snippet. The image grid does not write it out for each image: its script (web/assets/app.js, `responsiveSnippet`)
+ * composes the same text from the grid's ladder and the image's variantPath, url, size, type and name, and the
+ * Chromium test (test/browser/responsive.test.ts) compares the two.
+ */
 export function responsiveSnippet(image: SnippetImage, baseUrl: string): string {
-  const base = `${baseUrl.replace(/\/+$/, "")}/i/${image.pathname.split("/").map(encodeURIComponent).join("/")}`;
+  const base = variantPath(image, baseUrl);
   const widths = LADDER.filter((w) => w < image.width);
   const slot = Math.min(image.width, RESPONSIVE_COLUMN);
   const sizes = `(max-width: ${slot}px) 100vw, ${slot}px`;

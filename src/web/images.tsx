@@ -19,7 +19,8 @@ import {
 } from "../db/repositories/images.ts";
 import { getUser } from "../db/repositories/users.ts";
 import { type ImageResource, toImageResource } from "../http/image-resource.ts";
-import { responsiveSnippet } from "../http/responsive-snippet.ts";
+import { RESPONSIVE_COLUMN, variantPath } from "../http/responsive-snippet.ts";
+import { LADDER } from "../services/variants.ts";
 import { AppError, badRequest, validationError } from "../errors.ts";
 import { deleteImage } from "../services/delete.ts";
 import { type FormFields, readForm } from "./form.ts";
@@ -155,7 +156,21 @@ function ImageCard({ image, signedIn, state, back, baseUrl }: { image: Listed; s
         <CopyButton text={resource.bbcode} label="BBCode" />
         <CopyButton text={resource.markdown} label="Markdown" />
         <CopyButton text={resource.markdown_with_link} label="MD + link" name="Markdown with link" />
-        <CopyButton text={responsiveSnippet(resource, baseUrl)} label="Responsive HTML" />
+        {/* composed by the page's script from these and the grid's ladder (the same text as responsiveSnippet): a
+            page of 30 snippets written out cost a third of its CPU and 40 % of its bytes */}
+        <button
+          type="button"
+          class="copy"
+          data-copy-responsive={variantPath(resource, baseUrl)}
+          data-url={resource.url}
+          data-width={resource.width}
+          data-height={resource.height}
+          data-type={resource.mimetype}
+          data-alt={resource.origin_name}
+          data-copy-name="Responsive HTML"
+        >
+          Responsive HTML
+        </button>
       </div>
       <div class="buttons">
         <a class="button" href={detailHref(resource.key)}>
@@ -246,8 +261,11 @@ function notices(query: (name: string) => string | undefined) {
   return shown;
 }
 
-/** A filtered list counts its images up to this many (and as far as the page asked for reaches). */
-const COUNT_CAP = 1000;
+/**
+ * A filtered list counts its images up to this many (and as far as the page asked for reaches): ten pages of 30.
+ * Counting further reads further — for a common word, a thousand matches cost the database 2.6 ms a page, 300 cost 0.7.
+ */
+export const COUNT_CAP = 300;
 
 async function renderList(c: Context<SignedInEnv>) {
   const signedIn = c.get("signedIn");
@@ -261,7 +279,7 @@ async function renderList(c: Context<SignedInEnv>) {
   const filter: NonNullable<ImageFilter> = { album, q: state.q || undefined, visibility: state.visibility };
   let total = 0;
   let listed: Listed[] = [];
-  // a filtered total is counted up to COUNT_CAP (or as far as this page reaches): beyond, "more than 1,000"
+  // a filtered total is counted up to COUNT_CAP (or as far as this page reaches): beyond, "more than 300"
   const upTo = Math.max(COUNT_CAP, state.page * state.perPage) + 1;
   let exact = true;
   if (!qError) {
@@ -417,7 +435,7 @@ async function renderList(c: Context<SignedInEnv>) {
             </form>
           )}
           {listed.length > 0 && (
-            <ul class="grid" aria-label="Your images">
+            <ul class="grid" aria-label="Your images" data-ladder={LADDER.join(",")} data-column={RESPONSIVE_COLUMN}>
               {listed.map((image) => (
                 <ImageCard image={image} signedIn={signedIn} state={state} back={back} baseUrl={deps.config.baseUrl} />
               ))}

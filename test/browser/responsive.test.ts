@@ -88,6 +88,7 @@ let foreign: string[] = [];
 let pageErrors: string[] = [];
 let snippet = "";
 let stored: any;
+let token = "";
 
 /** A 2000×1500 photo-like JPEG that shows what it is: a gradient, a grid, and its size written on it. */
 async function photo(): Promise<Buffer> {
@@ -131,7 +132,7 @@ describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
     await page.goto(`${origin}/user/tokens`);
     await page.getByLabel("Label (optional)").fill("test");
     await page.getByRole("button", { name: "Create token" }).click();
-    const token = await page.getByTestId("new-token").inputValue();
+    token = await page.getByTestId("new-token").inputValue();
     const listed = await (await fetch(`${origin}/api/v1/images`, { headers: { authorization: `Bearer ${token}`, accept: "application/json" } })).json();
     stored = (listed as any).data.data[0];
     expect(stored).toMatchObject({ width: 2000, height: 1500, mimetype: "image/jpeg", origin_name: `big "photo" <1>.jpg` });
@@ -143,14 +144,29 @@ describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
     expect(stored.html).toContain(`alt="big &quot;photo&quot; &lt;1&gt;.jpg"`);
   }, 60_000);
 
-  test("the image grid's Responsive HTML button copies the same snippet", async () => {
+  test("the image grid's Responsive HTML buttons copy the server's snippet of each image (composed by the page's script)", async () => {
+    // beside the JPEG: a GIF (no AVIF source), a PNG narrower than the ladder's first step, a name to escape
+    const gif = await sharp({ create: { width: 900, height: 600, channels: 3, background: "#468" } }).gif().toBuffer();
+    const small = await sharp({ create: { width: 120, height: 90, channels: 4, background: "#8a4" } }).png().toBuffer();
+    for (const [name, type, bytes] of [["anim & 'quoted'.gif", "image/gif", gif], ["tiny <icon>.png", "image/png", small]] as const) {
+      const form = new FormData();
+      form.append("file", new File([bytes], name, { type }));
+      const res = await fetch(`${origin}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, accept: "application/json" }, body: form });
+      expect(res.status).toBe(200);
+    }
+    const listed = ((await (await fetch(`${origin}/api/v1/images`, { headers: { authorization: `Bearer ${token}`, accept: "application/json" } })).json()) as any).data.data;
+    expect(listed.length).toBe(3);
     await page.goto(`${origin}/user/images`);
-    const card = page.locator(".grid .image").first();
-    const button = card.getByRole("button", { name: "Responsive HTML" });
-    expect(await button.getAttribute("data-copy")).toBe(snippet);
-    await button.click();
-    await page.locator("#announcer").filter({ hasText: "Copied Responsive HTML" }).waitFor();
-    await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(snippet);
+    for (const resource of listed) {
+      const card = page.locator(".grid .image").filter({ has: page.locator(`a[href="/user/images/${resource.key}"]`) });
+      const button = card.getByRole("button", { name: "Responsive HTML" });
+      expect(await button.getAttribute("data-copy")).toBeNull(); // not written out in the page
+      await button.click();
+      await page.locator("#announcer").filter({ hasText: "Copied Responsive HTML" }).waitFor();
+      await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(responsiveSnippet(resource, origin));
+      await page.evaluate(() => (document.getElementById("announcer")!.textContent = ""));
+    }
+    expect(responsiveSnippet(listed.find((r: any) => r.key === stored.key), origin)).toBe(snippet);
     await page.screenshot({ path: join(ARTIFACTS, "02-image-grid.png"), fullPage: true });
   }, 60_000);
 

@@ -74,8 +74,11 @@ const valuesOf = (ownerId: number, filter: ImageFilter) => ({
 
 /** A page of the owner's images with their strategies, newest first by default; ties broken by id so pages never overlap. */
 export async function listImagesForOwner(db: Executor, ownerId: number, limit: number, offset: number, filter?: ImageFilter, sort: ImageSort = "newest") {
-  const statement = prepared(db, `images:list:${sort}:${shapeOf(filter)}`, (name) =>
-    imageListQuery(db, sql.placeholder("owner"), sql.placeholder("limit"), sql.placeholder("offset"), filter, sort, placeholders).prepare(name),
+  const statement = prepared(
+    db,
+    `images:list:${sort}:${shapeOf(filter)}`,
+    (name) => imageListQuery(db, sql.placeholder("owner"), sql.placeholder("limit"), sql.placeholder("offset"), filter, sort, placeholders).prepare(name),
+    { planEachRun: !!filter?.q },
   );
   return statement.execute({ ...valuesOf(ownerId, filter), limit, offset });
 }
@@ -110,10 +113,15 @@ export async function countImagesForOwner(db: Executor, ownerId: number, filter:
     const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(images).where(ownerWhere(ownerId, filter));
     return row?.n ?? 0;
   }
-  const statement = prepared(db, `images:count:${shapeOf(filter)}`, (name) => {
-    const matching = db.select({ one: sql`1` }).from(images).where(ownerWhere(sql.placeholder("owner"), filter, placeholders)).limit(sql.placeholder("upTo")).as("matching");
-    return db.select({ n: sql<number>`count(*)::int` }).from(matching).prepare(name);
-  });
+  const statement = prepared(
+    db,
+    `images:count:${shapeOf(filter)}`,
+    (name) => {
+      const matching = db.select({ one: sql`1` }).from(images).where(ownerWhere(sql.placeholder("owner"), filter, placeholders)).limit(sql.placeholder("upTo")).as("matching");
+      return db.select({ n: sql<number>`count(*)::int` }).from(matching).prepare(name);
+    },
+    { planEachRun: !!filter.q },
+  );
   const [row] = await statement.execute({ ...valuesOf(ownerId, filter), upTo });
   return row?.n ?? 0;
 }

@@ -63,11 +63,44 @@ function selectForCopy(button, text, name) {
   return copied;
 }
 
+/** The escaping of the server's snippets (escapeHtml in src/http/image-resource.ts). */
+const escapeHtml = (s) =>
+  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+/**
+ * The image grid's "Responsive HTML": the text of responsiveSnippet (src/http/responsive-snippet.ts, which says what
+ * it holds), composed here from the grid's ladder and the button's image instead of written out for every image.
+ */
+function responsiveSnippet(button) {
+  const grid = button.closest("[data-ladder]");
+  const ladder = ((grid && grid.getAttribute("data-ladder")) || "").split(",").filter(Boolean).map(Number);
+  const column = Number((grid && grid.getAttribute("data-column")) || 640);
+  const base = button.getAttribute("data-copy-responsive") || "";
+  const url = button.getAttribute("data-url") || "";
+  const width = Number(button.getAttribute("data-width"));
+  const height = Number(button.getAttribute("data-height"));
+  const type = button.getAttribute("data-type") || "";
+  const alt = button.getAttribute("data-alt") || "";
+  const widths = ladder.filter((w) => w < width);
+  const slot = Math.min(width, column);
+  const sizes = `(max-width: ${slot}px) 100vw, ${slot}px`;
+  const srcset = (entries) => entries.map(([u, w]) => `${escapeHtml(u)} ${w}w`).join(", ");
+  const source = (format, mime) =>
+    `<source type="${mime}" srcset="${srcset(widths.map((w) => [`${base}?w=${w}&format=${format}`, w]).concat([[`${base}?format=${format}`, width]]))}" sizes="${sizes}">`;
+  const shown = ["image/jpeg", "image/png", "image/gif", "image/webp", "image/avif"].includes(type);
+  const own = shown ? url : `${base}?format=jpeg`;
+  const img =
+    `<img src="${escapeHtml(own)}" srcset="${srcset(widths.map((w) => [`${base}?w=${w}`, w]).concat([[own, width]]))}" sizes="${sizes}"` +
+    ` alt="${escapeHtml(alt)}" width="${width}" height="${height}" loading="lazy">`;
+  const sources = (type === "image/gif" ? [] : [source("avif", "image/avif")]).concat(source("webp", "image/webp"));
+  return `<picture>${sources.join("")}${img}</picture>`;
+}
+
 document.addEventListener("click", async (event) => {
-  const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
+  const button = event.target instanceof Element ? event.target.closest("[data-copy], [data-copy-responsive]") : null;
   if (!button) return;
   const name = button.getAttribute("data-copy-name") || "text";
-  const text = button.getAttribute("data-copy") || "";
+  const text = button.hasAttribute("data-copy-responsive") ? responsiveSnippet(button) : button.getAttribute("data-copy") || "";
   const label = button.dataset.label || button.textContent;
   button.dataset.label = label;
   let shown;
