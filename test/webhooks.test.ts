@@ -183,9 +183,39 @@ describe("events", () => {
     // and a refused upload (a 4xx) writes none either
     const refused = await ctx.upload(alice.token, { bytes: new TextEncoder().encode("not an image"), filename: "x.png", contentType: "image/png" });
     expect(refused.status).toBeGreaterThanOrEqual(400);
-    const jobs = rowsOf<{ n: number }>(await ctx.db.execute(sql`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'webhook_event'`));
+    const jobs = rowsOf<{ n: number }>(await ctx.db.execute(sql`select count(*)::int as n from graphile_worker.jobs where task_identifier in ('webhook_event', 'webhook_deliver')`));
     expect(jobs[0]!.n).toBe(0);
     expect(await deliveriesOf(endpoint.id)).toEqual([]);
+  });
+
+  test("the change writes its deliveries itself: one row and one job per endpoint that wants the event, in its transaction", async () => {
+    const { endpoint } = await subscribe(alice);
+    const other = await subscribe(alice, ["token.revoked"]); // does not want uploads
+    await queue.stop(); // nothing is delivered meanwhile: what the upload wrote stays to be read
+    try {
+      const image = await upload(alice);
+      const rows = rowsOf<{ endpoint_id: number; subject: string; status: string; body: string }>(
+        await ctx.db.execute(sql`select endpoint_id, subject, status, body from webhook_deliveries where subject = ${`image:${image.key}`}`),
+      );
+      expect(rows.map((r) => [r.endpoint_id, r.status])).toEqual([[endpoint.id, "pending"]]);
+      const body = JSON.parse(rows[0]!.body);
+      expect(body).toMatchObject({ type: "image.uploaded", data: { key: image.key, pathname: image.pathname, url: image.links.url, owner: { id: alice.id } } });
+      const jobs = rowsOf<{ task_identifier: string }>(await ctx.db.execute(sql`select task_identifier from graphile_worker.jobs`));
+      expect(jobs.map((j) => j.task_identifier)).toEqual(["webhook_deliver"]);
+      expect(await deliveriesOf(other.endpoint.id)).toEqual([]);
+    } finally {
+      queue = await startQueue(ctx.deps, ctx.connection, { concurrency: 4, pollIntervalMs: 100 });
+    }
+    await until("the delivery", async () => (await deliveriesOf(endpoint.id))[0]?.status === "delivered");
+  });
+
+  test("a webhook_event job left queued by an earlier version still makes its deliveries", async () => {
+    const { r, endpoint } = await subscribe(alice);
+    const payload = { id: "msg_legacy1", seq: 1, type: "image.deleted", timestamp: new Date().toISOString(), owner_id: alice.id, subject: "image:legacy", data: { key: "legacy" } };
+    await ctx.db.execute(sql`select graphile_worker.add_job('webhook_event', ${JSON.stringify(payload)}::json, queue_name => 'webhook_events')`);
+    await until("the legacy event", () => r.got.length >= 1);
+    expect(r.got[0]).toMatchObject({ id: "msg_legacy1", type: "image.deleted", verified: true, data: { key: "legacy" } });
+    expect((await deliveriesOf(endpoint.id)).map((d) => d.status)).toEqual(["delivered"]);
   });
 
   test("no endpoint wants it: no job is written at all", async () => {

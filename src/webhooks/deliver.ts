@@ -2,8 +2,10 @@
  * Issue 19: from events to deliveries, and the attempts. Both run as graphile-worker tasks (webhooks/queue.ts), on
  * every instance at once: the queue hands each job to one worker, and a job whose worker died is taken again.
  *
- * - `webhook_event` (fanOut): one delivery row per endpoint that wants the event and one `webhook_deliver` job each,
- *   in one statement; the (endpoint, message id) key makes a repeated run add nothing.
+ * - The deliveries and their `webhook_deliver` jobs are made with the event, in the change's transaction
+ *   (webhook_enqueue, drizzle/0012). `webhook_event` (fanOut) is what an earlier version queued per event, making
+ *   the deliveries later; it still runs for such jobs left in a queue (the (endpoint, message id) key makes a
+ *   repeated run add nothing).
  * - `webhook_deliver` (attempt): one attempt of one delivery, recorded with the next job (a retry, or the wake-up of
  *   the subject's next delivery) in one transaction. A job that runs twice (its worker died after the POST, before
  *   the record) sends twice: delivery is at least once, and the receiver deduplicates by `webhook-id`.
@@ -42,7 +44,7 @@ const deliverJob = (id: ReturnType<typeof sql>, runAt: Date | null = null) =>
   sql`graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', ${id}), run_at => ${runAt ? runAt.toISOString() : null}::timestamptz,
       job_key => 'webhook-delivery:' || (${id})::text, max_attempts => 10)`;
 
-/** The `webhook_event` task. */
+/** The `webhook_event` task (jobs queued by an earlier version; events now make their deliveries themselves). */
 export async function fanOut(deps: Pick<Deps, "db">, event: EventJob): Promise<number> {
   const body = eventBody(event);
   const result = await deps.db.execute(sql`
@@ -95,11 +97,18 @@ export type AttemptOutcome = "delivered" | "retry" | "failed" | "waiting" | "ski
 /** The `webhook_deliver` task: one attempt of delivery `id`. */
 export async function attempt(deps: Deps, id: number): Promise<AttemptOutcome> {
   const settings = webhookSettings(deps);
-  const [row] = rowsOf<Attempted>(
+  // the delivery, its endpoint, and when an earlier event of the same subject still pending there is due: one read
+  const [row] = rowsOf<Attempted & { earlier: boolean; earlier_at: Date | string | null }>(
     await deps.db.execute(sql`
       select d.id, d.endpoint_id, d.message_id, d.seq::text as seq, d.subject, d.body, d.status, d.attempts,
-             e.url, e.secret_sealed, e.enabled, e.failing_since
-      from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+             e.url, e.secret_sealed, e.enabled, e.failing_since, earlier.id is not null as earlier, earlier.next_attempt_at as earlier_at
+      from webhook_deliveries d
+      join webhook_endpoints e on e.id = d.endpoint_id
+      left join lateral (
+        select p.id, p.next_attempt_at from webhook_deliveries p
+        where p.endpoint_id = d.endpoint_id and p.subject = d.subject and p.status = 'pending' and p.seq < d.seq
+        order by p.seq limit 1
+      ) earlier on true
       where d.id = ${id}`),
   );
   if (!row || row.status !== "pending") return "skipped";
@@ -108,15 +117,9 @@ export async function attempt(deps: Deps, id: number): Promise<AttemptOutcome> {
       last_error = 'not sent: the endpoint is disabled' where id = ${id} and status = 'pending'`);
     return "failed";
   }
-  // an earlier event of the same subject still pending for this endpoint: this one waits for its outcome
-  const [earlier] = rowsOf<{ next_attempt_at: Date | string | null }>(
-    await deps.db.execute(sql`
-      select next_attempt_at from webhook_deliveries
-      where endpoint_id = ${row.endpoint_id} and subject = ${row.subject} and status = 'pending' and seq < ${row.seq}::bigint
-      order by seq limit 1`),
-  );
-  if (earlier) {
-    const at = earlier.next_attempt_at ? new Date(earlier.next_attempt_at) : deps.clock();
+  if (row.earlier) {
+    // it waits for the earlier one's outcome (whose success or failure wakes it at once), at the latest till just after its next attempt
+    const at = row.earlier_at ? new Date(row.earlier_at) : deps.clock();
     const runAt = new Date(Math.max(at.getTime(), deps.clock().getTime()) + 1_000);
     await deps.db.execute(sql`select (${deliverJob(sql`${id}::bigint`, runAt)}).id`);
     return "waiting";
@@ -145,6 +148,10 @@ export async function attempt(deps: Deps, id: number): Promise<AttemptOutcome> {
   return record(deps, row, at, result);
 }
 
+/**
+ * Records an attempt in one statement (atomic without a transaction's extra round trips): the delivery's outcome, the
+ * endpoint's failure streak or its disabling, the retry's job, and the wake-up of the subject's next delivery.
+ */
 async function record(deps: Deps, row: Attempted, at: Date, result: SendResult): Promise<AttemptOutcome> {
   const settings = webhookSettings(deps);
   const log = logFor(deps);
@@ -173,37 +180,37 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
     disable = `failing since ${failingSince.toISOString()}`;
   } else outcome = attempts > delays.length ? "failed" : "retry";
   const next = outcome === "retry" ? new Date(at.getTime() + delays[attempts - 1]!) : null;
-  await deps.db.transaction(async (tx) => {
-    await tx.execute(sql`
+  const atText = at.toISOString();
+  const endpointChange = ok
+    ? sql`update webhook_endpoints set failing_since = null where id = ${row.endpoint_id} and failing_since is not null returning id`
+    : disable
+      ? sql`update webhook_endpoints set enabled = false, disabled_reason = ${disable}, disabled_at = ${atText}::timestamptz,
+          failing_since = coalesce(failing_since, ${atText}::timestamptz) where id = ${row.endpoint_id} returning id`
+      : sql`update webhook_endpoints set failing_since = ${atText}::timestamptz where id = ${row.endpoint_id} and failing_since is null returning id`;
+  // the subject's next delivery to this endpoint no longer waits once this one is settled
+  const wake = outcome === "delivered" || outcome === "failed";
+  await deps.db.execute(sql`
+    with recorded as (
       update webhook_deliveries set
         status = ${outcome === "delivered" ? "delivered" : outcome === "failed" ? "failed" : "pending"},
-        attempts = ${attempts}, last_attempt_at = ${at.toISOString()}::timestamptz, last_status_code = ${code}::integer,
+        attempts = ${attempts}, last_attempt_at = ${atText}::timestamptz, last_status_code = ${code}::integer,
         last_latency_ms = ${ms}, last_error = ${error}, next_attempt_at = ${next ? next.toISOString() : null}::timestamptz,
-        delivered_at = ${ok ? at.toISOString() : null}::timestamptz
-      where id = ${row.id}`);
-    if (ok) await tx.execute(sql`update webhook_endpoints set failing_since = null where id = ${row.endpoint_id} and failing_since is not null`);
-    else if (disable) {
-      await tx.execute(sql`update webhook_endpoints set enabled = false, disabled_reason = ${disable}, disabled_at = ${at.toISOString()}::timestamptz,
-        failing_since = coalesce(failing_since, ${at.toISOString()}::timestamptz) where id = ${row.endpoint_id}`);
-    } else {
-      await tx.execute(sql`update webhook_endpoints set failing_since = ${at.toISOString()}::timestamptz where id = ${row.endpoint_id} and failing_since is null`);
-    }
-    if (next) await tx.execute(sql`select (${deliverJob(sql`${row.id}::bigint`, next)}).id`);
-    // the subject's next delivery to this endpoint no longer waits
-    if (outcome === "delivered" || outcome === "failed") await wakeNext(tx, row);
-  });
+        delivered_at = ${ok ? atText : null}::timestamptz
+      where id = ${row.id}
+      returning id
+    ), endpoint as (${endpointChange}),
+    retry as (select (${deliverJob(sql`${row.id}::bigint`, next)}).id where ${next !== null}),
+    woken as (
+      select (${deliverJob(sql`n.id`)}).id from (
+        select id from webhook_deliveries
+        where endpoint_id = ${row.endpoint_id} and subject = ${row.subject} and status = 'pending' and seq > ${row.seq}::bigint and ${wake}
+        order by seq limit 1
+      ) n
+    )
+    select (select count(*) from recorded) as recorded, (select count(*) from retry) as retried, (select count(*) from woken) as woken`);
   if (disable) log.warn({ endpoint_id: row.endpoint_id, reason: disable }, `webhook endpoint ${row.endpoint_id} disabled: ${disable}`);
   else if (!ok) log.info({ endpoint_id: row.endpoint_id, delivery_id: row.id, attempts, error }, `webhook delivery ${row.id} not delivered (${outcome})`);
   return outcome;
-}
-
-async function wakeNext(tx: Executor, row: Pick<Attempted, "endpoint_id" | "subject" | "seq">) {
-  await tx.execute(sql`
-    select (${deliverJob(sql`d.id`)}).id from (
-      select id from webhook_deliveries
-      where endpoint_id = ${row.endpoint_id} and subject = ${row.subject} and status = 'pending' and seq > ${row.seq}::bigint
-      order by seq limit 1
-    ) d`);
 }
 
 /** Sends a delivery again by hand (the delivery log's button): pending, attempted at once. False when there is none. */

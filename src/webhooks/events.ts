@@ -1,12 +1,11 @@
 /**
  * Issue 19: events, written in the transaction of the change they describe (an outbox): a rolled-back change sends
  * nothing, a committed one is never forgotten, even when the instance dies right after the commit. Writing one costs
- * one statement in that transaction, and nothing at all when no enabled endpoint wants the event: the statement adds
- * one graphile-worker job (`webhook_event`, queue `webhook_events`) only when such an endpoint exists. The job then
- * makes one delivery per endpoint (webhooks/deliver.ts).
+ * one call in that transaction (`webhook_enqueue`, drizzle/0012), and nothing at all when no enabled endpoint wants the
+ * event: otherwise it writes one delivery per such endpoint and one graphile-worker job (`webhook_deliver`) each.
  *
- * `seq` (a sequence, taken in the same statement) orders the events of one subject: an image's `image.uploaded` is
- * always before its `image.deleted`, whose transaction can only begin once the upload's has committed.
+ * `seq` (a sequence, taken in the same call) orders the events of one subject: an image's `image.uploaded` is always
+ * before its `image.deleted`, whose transaction can only begin once the upload's has committed.
  */
 import { type SQL, sql } from "drizzle-orm";
 import type { Executor } from "../db/client.ts";
@@ -15,8 +14,8 @@ import type { EventType, VariantFormat } from "../db/schema.ts";
 import type { StorageRegistry } from "../storage/index.ts";
 import type { Strategy } from "../db/repositories/strategies.ts";
 
+/** The job an earlier version added per event (its deliveries made later): still run for jobs left queued by it. */
 export const EVENT_JOB = "webhook_event";
-export const EVENT_QUEUE = "webhook_events";
 
 export interface EventInput {
   type: EventType;
@@ -29,26 +28,13 @@ export interface EventInput {
 }
 
 /**
- * The statement (a fragment usable inside a larger one) that adds the event's job when some enabled endpoint wants
- * it; its value is the number of jobs added (0 or 1). Account names are read in the same statement.
+ * The statement (a fragment usable inside a larger one) that makes the event's deliveries, when some enabled endpoint
+ * wants it; its value is the number of deliveries made. Account names are read in the same statement.
  */
 export function eventStatement(event: EventInput): SQL {
   const id = `msg_${crypto.randomUUID().replace(/-/g, "")}`;
-  const owner = event.ownerId;
-  const payload = sql`json_build_object(
-      'id', ${id}::text, 'seq', nextval('webhook_event_seq'), 'type', ${event.type}::text,
-      'timestamp', ${event.at.toISOString()}::text, 'owner_id', ${owner}::integer, 'subject', ${event.subject}::text,
-      'data', ${JSON.stringify(event.data)}::jsonb
-        || case when ${owner}::integer is null then '{}'::jsonb
-           else jsonb_build_object('owner', (select jsonb_build_object('id', u.id, 'username', u.username) from users u where u.id = ${owner}::integer)) end
-    )`;
-  return sql`(select count(*)::int from (
-      select graphile_worker.add_job(${EVENT_JOB}::text, ${payload}, queue_name => ${EVENT_QUEUE}::text, max_attempts => 25)
-      where exists (
-        select 1 from webhook_endpoints e
-        where e.enabled and (e.owner_id is null or e.owner_id = ${owner}::integer) and ${event.type}::text = any(e.events)
-      )
-    ) added)`;
+  return sql`webhook_enqueue(${id}::text, ${event.type}::text, ${event.at.toISOString()}::text, ${event.ownerId}::integer,
+    ${event.subject}::text, ${JSON.stringify(event.data)}::jsonb)`;
 }
 
 /** Writes the event in the caller's transaction (one statement). */

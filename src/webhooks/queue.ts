@@ -146,6 +146,8 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
     pgPool: pool,
     taskList,
     concurrency: options.concurrency,
+    // one fetch per wake-up for the whole pool (not one per idle worker), completions sent together
+    preset: { worker: { localQueue: { size: options.concurrency }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
     noHandleSignals: true,
     pollInterval: options.pollIntervalMs ?? 2_000,
     logger: quietLogger(log),
