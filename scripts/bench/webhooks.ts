@@ -154,6 +154,11 @@ export interface StmtJob {
   bodyFile: string;
   contentType: string;
   uploads: number;
+  /** The photo of the cost rounds, for the CPU of the upload alone (its deliveries written, none sent). */
+  cpuBodyFile: string;
+  cpuContentType: string;
+  cpuRounds: number;
+  cpuUploads: number;
 }
 export interface StmtResult {
   /** Per upload (after two warm ones), without an endpoint and with one: the upload request's statements, the delivery's. */
@@ -162,6 +167,12 @@ export interface StmtResult {
   /** The statements of the last delivery, in order (shortened), with who sent them. */
   sample: string[];
   uploadSample: string[];
+  /**
+   * CPU ms per upload of the photo, per round, in this process's tree (the app, its decode process, the bench's
+   * client) plus the database's backends: without an endpoint, and with one whose deliveries are written but not sent
+   * (the queue stopped) — what the upload itself pays for a subscriber.
+   */
+  uploadAlone: { kind: "none" | "enqueue"; ms: number }[];
 }
 
 async function countStatements(job: StmtJob): Promise<StmtResult> {
@@ -286,7 +297,38 @@ async function countStatements(job: StmtJob): Promise<StmtResult> {
       uploadSample = m.uploadLog.map((q) => (q.length > 130 ? `${q.slice(0, 127)}…` : q));
     }
     await call("DELETE", `/api/admin/webhooks/${endpoint.id}`);
-    return { none, one, sample, uploadSample };
+
+    // the upload alone: the queue stopped, so an endpoint's deliveries are written with the upload and none is sent
+    await queue.stop();
+    const photo = await Bun.file(job.cpuBodyFile).arrayBuffer();
+    const uploadPhoto = async () => {
+      const res = await fetch(`${base}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": job.cpuContentType }, body: photo });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`upload → ${res.status} ${text.slice(0, 300)}`);
+    };
+    const backendsMs = async () => {
+      const pids = await plain<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`;
+      return pids.reduce((sum, r) => sum + (procCpuMs(Number(r.pid), false) || 0), 0);
+    };
+    const idle = await call("POST", "/api/admin/webhooks", { url: receiver.url("/alone"), events: ["image.uploaded"] });
+    for (let i = 0; i < 3; i++) await uploadPhoto();
+    const uploadAlone: StmtResult["uploadAlone"] = [];
+    const kinds = ["none", "enqueue", "enqueue", "none", "none", "enqueue"] as const;
+    for (let r = 0; r < job.cpuRounds; r++) {
+      const kind = kinds[r % kinds.length]!;
+      await plain`update webhook_endpoints set enabled = ${kind === "enqueue"} where id = ${idle.id}`;
+      const b0 = await backendsMs();
+      const c0 = treeCpuMs(process.pid);
+      for (let i = 0; i < job.cpuUploads; i++) await uploadPhoto();
+      const c1 = treeCpuMs(process.pid);
+      const b1 = await backendsMs();
+      uploadAlone.push({ kind, ms: (c1 - c0 + b1 - b0) / job.cpuUploads });
+    }
+    const [written] = await plain<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where endpoint_id = ${idle.id} and status = 'pending'`;
+    const expected = 3 + uploadAlone.filter((r) => r.kind === "enqueue").length * job.cpuUploads; // the warm uploads too
+    if (written!.n !== expected) throw new Error(`the stopped queue's rounds wrote ${written!.n} deliveries, not ${expected}`);
+    await call("DELETE", `/api/admin/webhooks/${idle.id}`);
+    return { none, one, sample, uploadSample, uploadAlone };
   } finally {
     await queue.stop().catch(() => {});
     receiver.stop();
@@ -556,11 +598,25 @@ export async function runWebhookCells(opts: { quick: boolean; command: string; l
   try {
     const database: DbRef = pgVersion ? { kind: "postgres", url: await freshDatabase(pgUrl, "imghost_webhooks_stmt") } : { kind: "embedded" };
     stmtWhere = pgVersion ? `PostgreSQL ${pgVersion}` : "the embedded PostgreSQL";
-    stmts = await stmtChild({ database, dataDir: join(dir, "data-stmt"), bodyFile: images.png.bodyFile, contentType: images.png.contentType, uploads: cfg.stmtUploads }, 180_000);
+    stmts = await stmtChild(
+      {
+        database,
+        dataDir: join(dir, "data-stmt"),
+        bodyFile: images.png.bodyFile,
+        contentType: images.png.contentType,
+        uploads: cfg.stmtUploads,
+        cpuBodyFile: images.jpeg.bodyFile,
+        cpuContentType: images.jpeg.contentType,
+        cpuRounds: cfg.rounds,
+        cpuUploads: cfg.uploads,
+      },
+      240_000,
+    );
     log(`statements: upload ${median(stmts.none.upload)} without an endpoint, ${median(stmts.one.upload)} with one; delivery ${median(stmts.one.delivery)} per event`);
   } catch (e) {
-    stmtProblem = (e as Error).message.split("\n")[0]!;
-    log(`statements not counted: ${stmtProblem}`);
+    const lines = (e as Error).message.split("\n");
+    stmtProblem = lines.find((l) => /error/i.test(l))?.trim() ?? lines[0]!;
+    log(`statements not counted: ${(e as Error).message}`);
   }
 
   // ---- servers
@@ -632,9 +688,25 @@ export async function runWebhookCells(opts: { quick: boolean; command: string; l
     ]);
     if (withDb) cpuRows.push([`${topologyLabel[t.key]}: the server's tree alone`, fmt(a.cpu), fmt(b.cpu), ratio(b.cpu, a.cpu), verdict(b.cpu / a.cpu), "", "", ""]);
     verdicts.push(
-      `CPU per upload, ${topologyLabel[t.key]}: ${fmt(b.total)} ÷ ${fmt(a.total)} ms = ${ratio(b.total, a.total)} — ${verdict(b.total / a.total)} (target ≤ ${TARGET_RATIO}×); ` +
+      `CPU of the upload and its delivery, ${topologyLabel[t.key]}: ${fmt(b.total)} ÷ ${fmt(a.total)} ms = ${ratio(b.total, a.total)} — ${verdict(b.total / a.total)} (target ≤ ${TARGET_RATIO}×); ` +
         `the difference, ${fmt(b.total - a.total)} ms, is what one delivered event costs (the deliveries written with the upload, the attempt, its record, the queue's work${withDb || t.key === "emb" ? ", the database's included" : ""})`,
     );
+  }
+  // the upload alone (its deliveries written, none sent), from the statement worker's process
+  let aloneNote = "";
+  if (stmts?.uploadAlone.length) {
+    const of = (kind: "none" | "enqueue") => median(stmts!.uploadAlone.filter((r) => r.kind === kind).map((r) => r.ms));
+    const a = of("none");
+    const b = of("enqueue");
+    cpuRows.push([`${stmtWhere}: **the upload alone** (its delivery written, not sent)`, fmt(a), fmt(b), ratio(b, a), verdict(b / a), "", "", ""]);
+    verdicts.unshift(
+      `CPU of the upload itself, ${stmtWhere}: ${fmt(b)} ÷ ${fmt(a)} ms = ${ratio(b, a)} — ${verdict(b / a)} (target ≤ ${TARGET_RATIO}×): what a subscriber adds to the upload — ` +
+        `its delivery row and job written in the upload's one statement; the sending, done after the answer by the queue, is in the lines below`,
+    );
+    aloneNote =
+      `- **the upload alone**: in the statement counter's process (below), with its webhook queue stopped, so that an endpoint's deliveries are written with each upload and none is sent; ` +
+      `${stmts.uploadAlone.length} rounds alternating none / with an endpoint (${stmts.uploadAlone.map((r) => r.kind).join(", ")}), ${cfg.uploads} uploads each of the same JPEG; ` +
+      `CPU of that process's tree (the app, its decode process, the uploading client) plus the run database's backends. Every round: ${stmts.uploadAlone.map((r) => `${r.kind} ${fmt(r.ms)}`).join(" · ")} ms.\n`;
   }
   const perRound = markdownTable(
     ["topology", ...Array.from({ length: cfg.rounds }, (_, i) => `round ${i + 1}`)],
@@ -737,7 +809,7 @@ ${markdownTable(["CPU ms per upload (median of rounds)", "no endpoint", "one end
 - ${cfg.rounds} rounds per topology alternating none / one (${cost.get(topologies[0]!.key)!.map((r) => r.kind).join(", ")}), ${cfg.uploads} uploads each of the ${images.jpeg.label} ${kb(images.jpeg)} JPEG (noise, quality 45), one after the other (c=1), one account. Before a "one" round a site-wide endpoint subscribed to \`image.uploaded\` is made through \`POST /api/admin/webhooks\`; after it, deleted (\`DELETE /api/admin/webhooks/{id}\`); the endpoint's creation and deletion fall outside the measured window.
 - **CPU**: user + system time, from /proc, of the server process and every process below it (its decode process; for the embedded default, the PostgreSQL server's processes), reaped children included, read before the round's first upload and once the receiver had every event of the round (+250 ms for the delivery's record): the asynchronous delivery work (delivery job, signing, the POST, the record, graphile-worker's fetches) is charged to the uploads. ${topologies.some((t) => t.key === "pg") ? (backendsReadable ? "For PostgreSQL, the database's backends serving the run's database (pg_stat_activity's pids, their /proc/PID/stat) are added: the server's pool and graphile-worker's pool; the PostgreSQL server's shared background processes are not." : "For PostgreSQL, the database's backends were not readable from /proc (another machine?): the server's tree only.") : ""} The receiver's CPU is not counted (it runs in the bench's process).
 - **p50**: the upload's answer time (the delivery is after the answer: it adds no wait).
-
+${aloneNote}
 <details><summary>every round</summary>
 
 ${perRound}

@@ -189,8 +189,12 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
       : sql`update webhook_endpoints set failing_since = ${atText}::timestamptz where id = ${row.endpoint_id} and failing_since is null returning id`;
   // the subject's next delivery to this endpoint no longer waits once this one is settled
   const wake = outcome === "delivered" || outcome === "failed";
+  // its commit does not wait for the disk (synchronous_commit off, this statement only): a database crash within the
+  // WAL writer's delay can lose the record, and then the job's completion too (written after it, in the same WAL):
+  // the attempt is made again — a duplicate, which at-least-once allows — never a delivery left without its job
   await deps.db.execute(sql`
-    with recorded as (
+    with lazy as (select set_config('synchronous_commit', 'off', true)),
+    recorded as (
       update webhook_deliveries set
         status = ${outcome === "delivered" ? "delivered" : outcome === "failed" ? "failed" : "pending"},
         attempts = ${attempts}, last_attempt_at = ${atText}::timestamptz, last_status_code = ${code}::integer,
@@ -207,7 +211,7 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
         order by seq limit 1
       ) n
     )
-    select (select count(*) from recorded) as recorded, (select count(*) from retry) as retried, (select count(*) from woken) as woken`);
+    select (select count(*) from lazy) as lazy, (select count(*) from recorded) as recorded, (select count(*) from retry) as retried, (select count(*) from woken) as woken`);
   if (disable) log.warn({ endpoint_id: row.endpoint_id, reason: disable }, `webhook endpoint ${row.endpoint_id} disabled: ${disable}`);
   else if (!ok) log.info({ endpoint_id: row.endpoint_id, delivery_id: row.id, attempts, error }, `webhook delivery ${row.id} not delivered (${outcome})`);
   return outcome;

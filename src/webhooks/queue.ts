@@ -27,7 +27,10 @@ export function pgPool(connection: Connection, max: number): pg.Pool {
     typeof connection === "string"
       ? { connectionString: connection }
       : { host: connection.host, port: connection.port, user: connection.username, database: connection.database };
-  const pool = new pg.Pool({ ...options, max, application_name: "image-host jobs" });
+  // the queue's own commits (a job taken, a job completed) do not wait for the disk: a database crash within the WAL
+  // writer's delay can only make a job run again (at least once), never lose one — jobs are added in the statements
+  // of the changes, on the service's own connections, with their durability
+  const pool = new pg.Pool({ ...options, max, application_name: "image-host jobs", options: "-c synchronous_commit=off" });
   // an idle connection dropped by the server: the pool opens another when needed
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
