@@ -4,7 +4,8 @@
  * form post (anonymous, the owner, another user, a disabled account, the site switch off, a cross-site post).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
+import { sweepExpired } from "../src/services/sweeper.ts";
 import { ALBUMS_PER_ACCOUNT } from "../src/db/repositories/albums.ts";
 import { albums, images, users } from "../src/db/schema.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
@@ -138,6 +139,64 @@ describe("albums", () => {
     expectStatus(await visitor.post("/user/images/move", { to_album: "none" }), 400);
     expectStatus(await visitor.post("/user/images/move", { [`image_${b.key}`]: "1", to_album: "first" }), 422);
     expect(await albumIdOfImage(b.key)).toBe(work!.id);
+  });
+
+  test("each album's image count stays exact through every path: upload, move in, out and across, delete, expiry, an album deleted, at once", async () => {
+    const { user, visitor } = await signedInUser();
+    await visitor.post("/user/albums", { name: "A" });
+    await visitor.post("/user/albums", { name: "B" });
+    await visitor.post("/user/albums", { name: "C" });
+    const [a, b, c] = (await albumsOf(user.id)).sort((x, y) => x.id - y.id);
+    /** The counts the Albums page shows, the stored ones, and the images really in each album: all three agree. */
+    const check = async (expected: Record<string, number>) => {
+      const page = await (await visitor.get("/user/albums")).text();
+      const real = (await ctx.db.execute(sql`
+        select a.name, a.image_num, (select count(*)::int from images i where i.album_id = a.id) as n
+        from albums a where a.user_id = ${user.id} order by a.name`)) as unknown as { name: string; image_num: number; n: number }[];
+      const rows = Array.isArray(real) ? real : (real as { rows: typeof real }).rows;
+      for (const r of rows) {
+        expect([r.name, r.image_num]).toEqual([r.name, r.n]);
+        expect([r.name, r.n]).toEqual([r.name, expected[r.name]!]);
+        expect(page).toMatch(new RegExp(`>${r.name}</a>[\\s\\S]*?${r.n === 1 ? "1 image" : `${r.n} images`}`));
+      }
+    };
+    const inA = [];
+    for (let i = 0; i < 4; i++) inA.push(await uploadPng(user.token, { album_id: String(a!.id) }));
+    const loose = [await uploadPng(user.token), await uploadPng(user.token)];
+    await check({ A: 4, B: 0, C: 0 });
+    // across (A → B), in (none → B), out (A → none)
+    await visitor.post("/user/images/move", { [`image_${inA[0]!.key}`]: "1", [`image_${inA[1]!.key}`]: "1", [`image_${loose[0]!.key}`]: "1", to_album: String(b!.id) });
+    await visitor.post("/user/images/move", { [`image_${inA[2]!.key}`]: "1", to_album: "none" });
+    await check({ A: 1, B: 3, C: 0 });
+    // moving an image into the album it is in changes nothing
+    await visitor.post("/user/images/move", { [`image_${inA[0]!.key}`]: "1", to_album: String(b!.id) });
+    await check({ A: 1, B: 3, C: 0 });
+    // a delete (the API's), and an expiry
+    expectStatus(await ctx.json(`/api/v1/images/${inA[1]!.key}`, { method: "DELETE", headers: ctx.bearer(user.token) }), 200);
+    const expiring = await uploadPng(user.token, { album_id: String(c!.id), expired_at: new Date(Date.now() + 60_000).toISOString().replace("T", " ").slice(0, 19) });
+    await check({ A: 1, B: 2, C: 1 });
+    ctx.advance(120_000);
+    await sweepExpired(ctx.deps);
+    expect(await albumIdOfImage(expiring.key).catch(() => "gone")).toBe("gone");
+    await check({ A: 1, B: 2, C: 0 });
+    // at once: 12 uploads into C and two moves across A and B in opposite directions, none lost, no deadlock
+    const results = await Promise.all([
+      ...Array.from({ length: 12 }, () => ctx.upload(user.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { album_id: String(c!.id) })),
+      visitor.post("/user/images/move", { [`image_${inA[3]!.key}`]: "1", [`image_${inA[0]!.key}`]: "1", to_album: String(b!.id) }),
+      visitor.post("/user/images/move", { [`image_${loose[0]!.key}`]: "1", [`image_${inA[3]!.key}`]: "1", to_album: String(a!.id) }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([...Array(12).fill(200), 303, 303].sort());
+    const placed = { A: 0, B: 0, C: 12 } as Record<string, number>;
+    for (const key of [inA[0]!.key, inA[3]!.key, loose[0]!.key]) {
+      const id = await albumIdOfImage(key);
+      placed[id === a!.id ? "A" : id === b!.id ? "B" : "C"]!++;
+    }
+    await check(placed);
+    // an album deleted: its images stay, in no album; the others' counts hold
+    await visitor.post(`/user/albums/${b!.id}/delete`, { confirmed: "1" });
+    const left = (await albumsOf(user.id)).map((x) => x.name).sort();
+    expect(left).toEqual(["A", "C"]);
+    await check({ A: placed.A!, C: 12 });
   });
 
   test("another user's albums and images are out of reach: 404 or 400, nothing changes", async () => {

@@ -165,6 +165,8 @@ export const albums = pgTable(
     userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     createdAt: createdAt(),
+    /** Its images, kept by triggers on images (drizzle/0013): every path that adds, moves or removes one counts. */
+    imageNum: integer("image_num").notNull().default(0),
   },
   (t) => [index("albums_user_idx").on(t.userId)],
 );

@@ -22,8 +22,8 @@ export async function listAlbumsWithCounts(db: Executor, ownerId: number): Promi
       id: albums.id,
       name: albums.name,
       createdAt: albums.createdAt,
-      // spelled out: inside a subquery drizzle leaves column names unqualified, and "id" would be the image's
-      images: sql<number>`(select count(*)::int from "images" where "images"."album_id" = "albums"."id")`,
+      // kept by triggers on images (drizzle/0013): counting 100,000 images on every view cost the database 7 ms
+      images: albums.imageNum,
     })
     .from(albums)
     .where(eq(albums.userId, ownerId))
@@ -75,26 +75,33 @@ export async function deleteOwnAlbum(db: Executor, ownerId: number, albumId: num
 }
 
 /**
- * Moves the owner's images named by key into the owner's album `albumId`, or out of any album (null). The album row
- * is locked (FOR KEY SHARE) for the move, so a concurrent delete of the album waits instead of breaking the move.
+ * Moves the owner's images named by key into the owner's album `albumId`, or out of any album (null). The albums
+ * involved are locked for the move, so a concurrent delete of the album waits instead of breaking the move.
  * Keys of other accounts' images, or of none, are ignored. The number of images moved; "missing" when the album is not
  * the owner's.
  */
 export async function moveOwnImages(db: Executor, ownerId: number, keys: string[], albumId: number | null): Promise<number | "missing"> {
   return db.transaction(async (tx) => {
-    if (albumId !== null) {
-      const [album] = await tx
-        .select({ id: albums.id })
-        .from(albums)
-        .where(and(eq(albums.id, albumId), eq(albums.userId, ownerId)))
-        .for("key share");
-      if (!album) return "missing";
-    }
+    const named = keys.slice(0, MOVE_MAX);
+    // the albums the move counts in (its target, and those the images leave), locked in id order before the images'
+    // triggers update their counts: two moves across the same albums wait for each other instead of deadlocking
+    const locked = await tx
+      .select({ id: albums.id })
+      .from(albums)
+      .where(
+        and(
+          eq(albums.userId, ownerId),
+          sql`(${albums.id} = ${albumId ?? -1} or ${albums.id} in (select "album_id" from "images" where "images"."user_id" = ${ownerId} and "images"."key" in ${named.length ? named : [""]}))`,
+        ),
+      )
+      .orderBy(asc(albums.id))
+      .for("update");
+    if (albumId !== null && !locked.some((a) => a.id === albumId)) return "missing";
     if (keys.length === 0) return 0;
     const moved = await tx
       .update(images)
       .set({ albumId })
-      .where(and(eq(images.userId, ownerId), inArray(images.key, keys.slice(0, MOVE_MAX))))
+      .where(and(eq(images.userId, ownerId), inArray(images.key, named)))
       .returning({ id: images.id });
     return moved.length;
   });
