@@ -107,6 +107,14 @@ const deps = {
 };
 const app = createApp(deps);
 
+// a stop signal from the moment the port may answer: one that comes while the workers below are still starting waits
+// for them, then stops everything (without a handler yet, SIGTERM would end the process at once, mid-start)
+let started!: () => void;
+const startedUp = new Promise<void>((resolve) => (started = resolve));
+let stopping = false;
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));
+
 let server: ReturnType<typeof Bun.serve>;
 const clientOf = (request: Request) =>
   clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? "");
@@ -139,10 +147,12 @@ log.info(
     `database: ${database.embedded ? `embedded in ${database.embedded.dir}` : "PostgreSQL"}). Docs: ${env.BASE_URL}/docs`,
 );
 
-let stopping = false;
+started();
+
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
+  await startedUp;
   log.info({ signal }, `${signal}: draining in-flight requests…`);
   await sweeper.stop();
   await removals.stop();
@@ -154,5 +164,3 @@ async function shutdown(signal: string) {
   log.flush();
   process.exit(0);
 }
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
-process.on("SIGINT", () => void shutdown("SIGINT"));

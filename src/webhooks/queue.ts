@@ -122,7 +122,8 @@ export interface QueueOptions {
 /** Runs this instance's workers until stop(): the webhook tasks. */
 export async function startQueue(deps: Deps, connection: Connection, options: QueueOptions): Promise<{ stop(): Promise<void>; runner: Runner }> {
   const log = (deps.log ?? defaultLogger()).child({ job: "webhooks" });
-  const pool = pgPool(connection, options.poolSize ?? Math.min(options.concurrency + 2, 6));
+  // graphile-worker warns when its pool is smaller than its concurrency; connections open only as they are needed
+  const pool = pgPool(connection, options.poolSize ?? Math.max(options.concurrency, 4));
   const taskList: TaskList = {
     [EVENT_JOB]: async (payload) => {
       await withLogger(log, () => fanOut(deps, payload as EventJob));
