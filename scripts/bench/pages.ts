@@ -209,7 +209,7 @@ async function explainPages(job: ExplainJob): Promise<ExplainResult> {
   const { listImagesForOwner, countImagesForOwner, isFiltered } = await import("../../src/db/repositories/images.ts");
   const { listAlbumsWithCounts, ALBUMS_PER_ACCOUNT } = await import("../../src/db/repositories/albums.ts");
   const { listAlbumsForOwner } = await import("../../src/db/repositories/sessions.ts");
-  const { COUNT_CAP } = await import("../../src/web/images.tsx");
+  const { countUpTo } = await import("../../src/web/images.tsx");
   const { getUser, listUsers } = await import("../../src/db/repositories/users.ts");
   const session = (database.db as unknown as { session: { logger: { logQuery(q: string, p: unknown[]): void }; client: postgres.Sql } }).session;
   const captured: { statement: string; params: unknown[] }[] = [];
@@ -221,7 +221,7 @@ async function explainPages(job: ExplainJob): Promise<ExplainResult> {
       const steps: [string, () => Promise<unknown>][] = [];
       if (query.kind === "images") {
         const filter = { album: query.album, q: query.q, visibility: query.visibility };
-        const upTo = Math.max(COUNT_CAP, query.page * query.perPage) + 1;
+        const upTo = countUpTo(query.page, query.perPage);
         steps.push(["album names (every Images page: the album filter's options)", () => listAlbumsForOwner(db, job.ownerId, ALBUMS_PER_ACCOUNT)]);
         steps.push(["list", () => listImagesForOwner(db, job.ownerId, query.perPage, (query.page - 1) * query.perPage, filter, query.sort)]);
         steps.push(

@@ -243,8 +243,8 @@ async function countStatements(job: StmtJob): Promise<StmtResult> {
     const user = await call("POST", "/api/admin/users", { username: name, email: `${name}@bench.invalid`, capacity_kb: 1_000_000_000 });
     const { token } = await call("POST", `/api/admin/users/${user.id}/tokens`);
     const body = await Bun.file(job.bodyFile).arrayBuffer();
-    const upload = async () => {
-      const res = await fetch(`${base}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": job.contentType }, body });
+    const upload = async (file: ArrayBuffer = body, contentType = job.contentType) => {
+      const res = await fetch(`${base}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": contentType }, body: file });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`upload → ${res.status} ${text.slice(0, 300)}`);
     };
@@ -301,15 +301,8 @@ async function countStatements(job: StmtJob): Promise<StmtResult> {
     // the upload alone: the queue stopped, so an endpoint's deliveries are written with the upload and none is sent
     await queue.stop();
     const photo = await Bun.file(job.cpuBodyFile).arrayBuffer();
-    const uploadPhoto = async () => {
-      const res = await fetch(`${base}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": job.cpuContentType }, body: photo });
-      const text = await res.text();
-      if (res.status !== 200) throw new Error(`upload → ${res.status} ${text.slice(0, 300)}`);
-    };
-    const backendsMs = async () => {
-      const pids = await plain<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`;
-      return pids.reduce((sum, r) => sum + (procCpuMs(Number(r.pid), false) || 0), 0);
-    };
+    const uploadPhoto = () => upload(photo, job.cpuContentType);
+    const dbName = (await plain<{ db: string }[]>`select current_database() as db`)[0]!.db;
     const idle = await call("POST", "/api/admin/webhooks", { url: receiver.url("/alone"), events: ["image.uploaded"] });
     for (let i = 0; i < 3; i++) await uploadPhoto();
     const uploadAlone: StmtResult["uploadAlone"] = [];
@@ -317,12 +310,12 @@ async function countStatements(job: StmtJob): Promise<StmtResult> {
     for (let r = 0; r < job.cpuRounds; r++) {
       const kind = kinds[r % kinds.length]!;
       await plain`update webhook_endpoints set enabled = ${kind === "enqueue"} where id = ${idle.id}`;
-      const b0 = await backendsMs();
+      const b0 = await backendCpu(plain, dbName);
       const c0 = treeCpuMs(process.pid);
       for (let i = 0; i < job.cpuUploads; i++) await uploadPhoto();
       const c1 = treeCpuMs(process.pid);
-      const b1 = await backendsMs();
-      uploadAlone.push({ kind, ms: (c1 - c0 + b1 - b0) / job.cpuUploads });
+      const b1 = await backendCpu(plain, dbName);
+      uploadAlone.push({ kind, ms: (c1 - c0 + backendDelta(b0, b1)) / job.cpuUploads });
     }
     const [written] = await plain<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where endpoint_id = ${idle.id} and status = 'pending'`;
     const expected = 3 + uploadAlone.filter((r) => r.kind === "enqueue").length * job.cpuUploads; // the warm uploads too
