@@ -10,6 +10,8 @@ import { Envelope } from "./http/schemas.ts";
 import type { AppEnv } from "./http/types.ts";
 import { validationHook } from "./http/validation.ts";
 import { observeRequests } from "./http/observe.ts";
+import { resolveClientAddress } from "./http/auth.ts";
+import { internalActorOf } from "./http/internal-call.ts";
 import { registerApp } from "./http/app-registry.ts";
 import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
@@ -70,6 +72,10 @@ export function createApp(deps: Deps) {
 
   app.use("*", async (c, next) => {
     c.set("deps", deps);
+    // first, before anything reads or re-creates the request (which loses its socket): who is on the other end
+    const internalActor = internalActorOf(c.env);
+    if (internalActor) c.set("internalActor", internalActor);
+    c.set("clientAddress", internalActor ? internalActor.ip : resolveClientAddress(c));
     c.set("authThrottle", authThrottle);
     c.set("uploadBodies", uploadBodies);
     return observe(c, next);

@@ -149,6 +149,11 @@ export const requireUser: MiddlewareHandler<UserEnv> = async (c, next) => {
  * the client wrote, never trusted. A request with fewer entries did not come through your proxies: socket address.
  */
 export function clientIp<E extends RequestEnv>(c: Context<E>): string {
+  return c.get("clientAddress") ?? resolveClientAddress(c);
+}
+
+/** Reads the address from the socket or the proxy header: once per request, by the app's first middleware. */
+export function resolveClientAddress<E extends RequestEnv>(c: Context<E>): string {
   return clientAddress(c.get("deps").config.trustedProxies, c.req.header("x-forwarded-for") ?? null, () => socketAddress(c));
 }
 

@@ -1,4 +1,5 @@
 import type { Deps } from "../deps.ts";
+import type { Actor } from "../services/audit.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
 import type { UploadBodyGate } from "./body-gate.ts";
 import type { FailedAuthThrottle } from "./throttle.ts";
@@ -10,6 +11,13 @@ export type RequestEnv = {
     requestId: string;
     authThrottle: FailedAuthThrottle;
     uploadBodies: UploadBodyGate;
+    /**
+     * The client's address, resolved once from the socket (or the trusted proxy header) before anything reads or
+     * replaces the body: every throttle, gate, audit row and access-log line reads it from here.
+     */
+    clientAddress: string;
+    /** An administrator's own in-process call of the admin API from an admin page (http/internal-call.ts). */
+    internalActor?: Actor;
     /** Bytes of a body the handler read itself, for the access log when the request had no Content-Length. */
     bytesIn?: number;
   };

@@ -2,11 +2,9 @@ import { desc, lt, sql } from "drizzle-orm";
 import type { Executor } from "../db/client.ts";
 import { auditLog } from "../db/schema.ts";
 import type { Deps } from "../deps.ts";
-import { randomToken } from "./secrets.ts";
-import { perDeps } from "./per-deps.ts";
 
 /**
- * The audit log of administration (issue 18). Every change through the admin API is written by `requireAdmin`
+ * The audit log of administration. Every change through the admin API is written by `requireAdmin`
  * (routes/admin/common.ts) once it has succeeded: who (ADMIN_TOKEN, or the administrator whose session made the
  * change through the admin pages), what (the method and route), which record, when and from where, and the fields sent
  * (secrets replaced by "(set)"). The admin pages make every change through the admin API in-process (web/admin/api.ts),
@@ -66,25 +64,3 @@ export async function listAudit(db: Executor, limit: number, before?: number) {
   const [counted] = await db.select({ n: sql<number>`count(*)::int` }).from(auditLog);
   return { rows, total: counted?.n ?? 0 };
 }
-
-/**
- * The administrators acting through the admin pages, per app: a page's in-process admin API call carries a one-use
- * nonce (header `x-admin-session`) that names the signed-in administrator, so the log says who it was. A nonce lives
- * for the one request; an outside caller can neither guess one nor use one without ADMIN_TOKEN.
- */
-export class SessionActors {
-  private readonly actors = new Map<string, Actor>();
-  issue(actor: Actor): string {
-    const nonce = randomToken(24);
-    this.actors.set(nonce, actor);
-    return nonce;
-  }
-  take(nonce: string | undefined): Actor | null {
-    if (!nonce) return null;
-    const actor = this.actors.get(nonce) ?? null;
-    this.actors.delete(nonce);
-    return actor;
-  }
-}
-export const sessionActorsFor = perDeps(() => new SessionActors());
-export const SESSION_ACTOR_HEADER = "x-admin-session";

@@ -1,7 +1,7 @@
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bearerToken, clientIp, guardedAuth } from "../../http/auth.ts";
-import { auditDetail, SESSION_ACTOR_HEADER, sessionActorsFor, TOKEN_ACTOR, writeAudit } from "../../services/audit.ts";
+import { auditDetail, TOKEN_ACTOR, writeAudit } from "../../services/audit.ts";
 import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
@@ -19,16 +19,20 @@ import { INT4_MAX, intField } from "../../http/validation.ts";
  * made the call in-process.
  */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const header = c.req.header("authorization");
-  if (header === undefined) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
-  await guardedAuth(c, true, () => {
-    if (!sameSecretHash(sha256Hex(bearerToken(header) ?? ""), sha256Hex(c.get("deps").config.adminToken))) {
-      throw unauthorized("Invalid admin token.");
-    }
-  });
+  // an admin page's in-process call acts for its signed-in administrator: no token, no address throttle
+  const internalActor = c.get("internalActor");
+  if (!internalActor) {
+    const header = c.req.header("authorization");
+    if (header === undefined) throw unauthorized("Administration requires 'Authorization: Bearer <ADMIN_TOKEN>'.");
+    await guardedAuth(c, true, () => {
+      if (!sameSecretHash(sha256Hex(bearerToken(header) ?? ""), sha256Hex(c.get("deps").config.adminToken))) {
+        throw unauthorized("Invalid admin token.");
+      }
+    });
+  }
   const deps = c.get("deps");
   const changes = c.req.method !== "GET" && c.req.method !== "HEAD";
-  const actor = changes ? (sessionActorsFor(deps).take(c.req.header(SESSION_ACTOR_HEADER)) ?? { userId: null, label: TOKEN_ACTOR, ip: clientIp(c) }) : null;
+  const actor = changes ? (internalActor ?? { userId: null, label: TOKEN_ACTOR, ip: clientIp(c) }) : null;
   // the body was read whole by the /api middleware: a copy of it costs nothing more
   const sent = changes && c.req.raw.body ? await c.req.raw.clone().json().catch(() => null) : null;
   await next();

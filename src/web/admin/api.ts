@@ -1,12 +1,13 @@
 /**
  * The admin pages change nothing themselves: every change is a call of the admin API, in-process, so that it meets the
- * same validation, the same messages and the same audit log as ADMIN_TOKEN's calls (issue 18: "an administrator is
- * never a way around the v1 rules"). The call carries the administrator as its actor (services/audit.ts).
+ * same validation, the same messages and the same audit log as ADMIN_TOKEN's calls: an administrator is never a way
+ * around the v1 rules. The call carries the administrator as an explicit internal caller (http/internal-call.ts): it is
+ * not throttled as an address, and the audit log shows the administrator's own address.
  */
 import type { Context } from "hono";
 import { appOf } from "../../http/app-registry.ts";
 import { clientIp } from "../../http/auth.ts";
-import { SESSION_ACTOR_HEADER, sessionActorsFor } from "../../services/audit.ts";
+import { internalCall } from "../../http/internal-call.ts";
 import type { SignedInEnv } from "../session.ts";
 
 export interface ApiAnswer<T = any> {
@@ -21,10 +22,10 @@ export interface ApiAnswer<T = any> {
 export async function adminApi<T = any>(c: Context<SignedInEnv>, method: string, path: string, body?: unknown): Promise<ApiAnswer<T>> {
   const deps = c.get("deps");
   const { user } = c.get("signedIn");
-  const headers: Record<string, string> = { authorization: `Bearer ${deps.config.adminToken}`, accept: "application/json" };
-  if (method !== "GET") headers[SESSION_ACTOR_HEADER] = sessionActorsFor(deps).issue({ userId: user.id, label: `${user.username} (user ${user.id})`, ip: clientIp(c) });
+  const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await appOf(deps).request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const actor = internalCall({ userId: user.id, label: `${user.username} (user ${user.id})`, ip: clientIp(c) });
+  const res = await appOf(deps).request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, actor);
   const json = (await res.json().catch(() => null)) as { status?: boolean; message?: string; data?: T; errors?: Record<string, string[]> } | null;
   return { status: res.status, ok: res.ok && json?.status === true, message: json?.message ?? res.statusText, data: json?.data as T, errors: json?.errors ?? {} };
 }
