@@ -1,5 +1,6 @@
 import type { Sql } from "postgres";
 import type { Db } from "../db/client.ts";
+import { ensureDatabaseId } from "../db/repositories/database-identity.ts";
 import { existingRecordIds, findRecordsNaming, findVariantsNaming, listRecordsOn } from "../db/repositories/stored-objects.ts";
 import { listStrategies, type Strategy } from "../db/repositories/strategies.ts";
 import type { Deps } from "../deps.ts";
@@ -8,6 +9,7 @@ import { recordRun } from "./last-runs.ts";
 import { metricsFor } from "../observability/metrics.ts";
 import type { LocationIdentity, Relation, Storage, StoredObject } from "../storage/index.ts";
 import { describeIdentity, relate, translatePath } from "../storage/location.ts";
+import { isMarkerPath, MARKER, readMarker, writeMarker } from "../storage/marker.ts";
 
 /**
  * How old an object without a record must be before it counts as an orphan. An upload writes its objects
@@ -91,6 +93,11 @@ export interface LocationReport {
 
 export interface ReconcileReport {
   dryRun: boolean;
+  /**
+   * Why nothing was moved or deleted anywhere although the run was not a dry run: a storage belongs to another
+   * database (its marker says so, or its objects do). Each such location's `errors` says which and what to do.
+   */
+  refused?: string;
   /** Another reconciliation was running (here or on another instance): nothing was scanned. */
   skipped: boolean;
   graceSeconds: number;
@@ -141,20 +148,57 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
     const all = await listStrategies(deps.db);
     const { locations, broken } = await locate(deps, all);
     report.locations.push(...broken);
-    // a strategy whose location is unknown may share any other's: then nothing is removed
-    const run: Run = {
-      dryRun: report.dryRun || broken.length > 0,
-      cutoff,
-      now: startedAt,
-      allStrategyIds: all.map((s) => s.id),
-      signal: options.signal,
-    };
-    for (const location of locations) {
-      if (options.signal?.aborted) break;
-      const overlapping = locations
+    const base: Run = { dryRun: report.dryRun || broken.length > 0, cutoff, now: startedAt, allStrategyIds: all.map((s) => s.id), signal: options.signal };
+    const related = (location: Location): Overlap[] =>
+      locations
         .map((other) => ({ location: other, relation: other === location ? ({ kind: "same" } as const) : relate(location.identity, other.identity) }))
         .filter((o) => o.relation.kind !== "apart");
-      report.locations.push(await reconcileLocation(deps, location, overlapping, run));
+
+    // whose storage each location is: nothing moves anywhere while one of them belongs to another database
+    let databaseId: string | null = null;
+    let identityError: string | null = null;
+    try {
+      databaseId = await ensureDatabaseId(deps.db);
+    } catch (e) {
+      identityError = `this database has no identity and none could be written (${(e as Error).message}), so no storage can be checked against it: nothing was moved or deleted anywhere`;
+    }
+    const owners = new Map<Location, Ownership | { kind: "error"; error: string }>();
+    for (const location of locations) {
+      if (options.signal?.aborted) break;
+      owners.set(location, identityError ? { kind: "refused", error: identityError } : await ownership(deps, location, related(location), databaseId!, base));
+    }
+    const refused = [...owners.values()].filter((o) => o.kind === "refused");
+    if (refused.length > 0) {
+      report.refused = refused.length === 1 ? refused[0]!.error : `${refused.length} storage locations belong to a different database`;
+      const log = deps.log ?? defaultLogger();
+      for (const [location, o] of owners) {
+        if (o.kind !== "refused") continue;
+        log.error(
+          { job: "reconciler", strategies: location.strategies.map((s) => s.id), location: describeIdentity(location.identity), database: databaseId },
+          `Reconciler refused to move anything: ${location.strategies.map((s) => `#${s.id} ${s.name}`).join(", ")}: ${o.error}`,
+        );
+      }
+    }
+    const run: Run = { ...base, dryRun: base.dryRun || refused.length > 0 };
+    for (const location of locations) {
+      if (options.signal?.aborted) break;
+      const owner = owners.get(location);
+      if (!owner) break;
+      if (owner.kind === "refused" || owner.kind === "error") {
+        report.locations.push({ ...emptyReport(location.strategies), where: describeIdentity(location.identity), errors: [owner.error] });
+        continue;
+      }
+      if (owner.kind === "adopt" && !run.dryRun) {
+        try {
+          await writeMarker(location.storage, databaseId!);
+        } catch (e) {
+          report.locations.push({ ...emptyReport(location.strategies), where: describeIdentity(location.identity), errors: [`cannot write ${MARKER}: ${(e as Error).message}`] });
+          continue;
+        }
+      }
+      // a location not yet known to be this database's (unmarked, only young unknown objects) is reported, not changed
+      const own = owner.kind === "undecided" ? { ...run, dryRun: true } : run;
+      report.locations.push(await reconcileLocation(deps, location, related(location), own));
     }
   });
   report.skipped = !ran;
@@ -167,6 +211,7 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
 /** One line for the admin overview. */
 function summarise(report: ReconcileReport): string {
   if (report.skipped) return "skipped: another reconciliation was running";
+  if (report.refused) return `refused to move anything: ${report.refused}`;
   const sum = (f: (l: LocationReport) => number) => report.locations.reduce((n, l) => n + f(l), 0);
   const orphans = sum((l) => l.orphansFound);
   const words = [
@@ -308,6 +353,7 @@ async function reconcileLocation(deps: Deps, location: Location, overlapping: Ov
         else report.quarantinedObjects++;
         continue;
       }
+      if (isMarkerPath(object.path)) continue; // the storage's marker (storage/marker.ts), never an object
       if (PROBE_NAME.test(object.path)) {
         if (object.modifiedAt >= run.cutoff) continue; // a probe in progress
         report.partsFound++;
@@ -329,6 +375,106 @@ async function reconcileLocation(deps: Deps, location: Location, overlapping: Ov
   }
   await findMissingObjects(deps, location, listed, quarantineDays, report, run);
   return report;
+}
+
+/** Whose storage a location is, as far as this database can tell (see `ownership`). */
+type Ownership =
+  | { kind: "ours" }
+  /** No marker, and nothing in it says it is another database's: marked as this database's, then reconciled. */
+  | { kind: "adopt" }
+  /** No marker, and the only objects no record names are young (uploads in flight?): reported, nothing changed. */
+  | { kind: "undecided" }
+  /** Another database's, or unknowable: nothing is moved or deleted anywhere in this run. */
+  | { kind: "refused"; error: string };
+
+/**
+ * Whether the location's objects answer to this database's records (docs/decisions/storage-database-marker.md):
+ *  - its marker names this database: yes;
+ *  - its marker names another one, or nothing readable: no;
+ *  - no marker (a storage from before markers, or never used): the objects decide. Every object named as this
+ *    service names them that no record of this database names, once past the grace period, is evidence against it:
+ *    when there is none, the storage is this database's (or empty) and is marked; when there are some, and the
+ *    database names none of the storage's objects, or some are older than every object it names, they were not
+ *    written by it (a DATA_DIR or a bucket pointed at another database) — refused, never moved; when every one is
+ *    younger than the oldest object it names, they are its own leftovers (what the reconciler exists for), and the
+ *    storage is marked as its own.
+ * A storage that cannot be read is an error of its location alone, as a failed listing always was.
+ */
+async function ownership(deps: Deps, location: Location, overlapping: Overlap[], databaseId: string, run: Run): Promise<Ownership | { kind: "error"; error: string }> {
+  const where = describeIdentity(location.identity);
+  const claim = `write the line "image-host-database: ${databaseId}" into ${MARKER} at the root of ${where}`;
+  let marker;
+  try {
+    marker = await readMarker(location.storage);
+  } catch (e) {
+    return { kind: "error", error: `cannot read its ${MARKER} (${(e as Error).message}): nothing was moved or deleted there` };
+  }
+  if (marker.kind === "names") {
+    if (marker.id === databaseId) return { kind: "ours" };
+    return {
+      kind: "refused",
+      error:
+        `this storage belongs to a different database: its ${MARKER} names database ${marker.id}, and this server's database is ${databaseId}. ` +
+        "Nothing was moved or deleted anywhere. If this database is that one moved or restored without its identity, or its objects are to be this database's " +
+        `from now on, ${claim}; otherwise give this strategy a storage of its own (see docs/backups.md).`,
+    };
+  }
+  if (marker.kind === "unreadable") {
+    return {
+      kind: "refused",
+      error: `its ${MARKER} names no database (${JSON.stringify(marker.text.slice(0, 80))}): nothing was moved or deleted anywhere. If this storage is this database's, ${claim}.`,
+    };
+  }
+
+  let named = 0;
+  let oldestNamed = Number.POSITIVE_INFINITY;
+  let unnamedOld = 0;
+  let oldestUnnamed = Number.POSITIVE_INFINITY;
+  let unnamedYoung = 0;
+  let batch: StoredObject[] = [];
+  const judge = async () => {
+    const owned = await ownedPaths(deps, batch, overlapping, run.allStrategyIds);
+    for (const object of batch) {
+      const at = object.modifiedAt.getTime();
+      if (owned.has(object.path)) {
+        named++;
+        oldestNamed = Math.min(oldestNamed, at);
+      } else if (object.modifiedAt >= run.cutoff) unnamedYoung++;
+      else {
+        unnamedOld++;
+        oldestUnnamed = Math.min(oldestUnnamed, at);
+      }
+    }
+    batch = [];
+  };
+  try {
+    for await (const object of location.storage.list()) {
+      if (run.signal?.aborted) return { kind: "undecided" };
+      if (object.temporary || object.path.startsWith(QUARANTINE_PREFIX) || !OBJECT_NAME.test(object.path)) continue;
+      batch.push(object);
+      if (batch.length >= BATCH) await judge();
+    }
+    await judge();
+  } catch (e) {
+    return { kind: "error", error: `cannot list it to learn whose objects it holds (${(e as Error).message}): nothing was moved or deleted there` };
+  }
+  if (unnamedOld === 0) return unnamedYoung === 0 ? { kind: "adopt" } : { kind: "undecided" };
+  const tail =
+    "they look like a different database's (the same DATA_DIR or bucket used with a new DATABASE_URL?). Nothing was moved or deleted anywhere. " +
+    "To serve them from a new database, copy the records they belong to into it (bun run cli database move; see docs/backups.md); " +
+    `if they really are this database's own leftovers, ${claim}.`;
+  if (named === 0) {
+    return { kind: "refused", error: `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, and none that one does: ${tail}` };
+  }
+  if (oldestUnnamed < oldestNamed) {
+    return {
+      kind: "refused",
+      error:
+        `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, some older (from ${new Date(oldestUnnamed).toISOString()}) ` +
+        `than every object it names (the oldest from ${new Date(oldestNamed).toISOString()}): ${tail}`,
+    };
+  }
+  return { kind: "adopt" };
 }
 
 /**

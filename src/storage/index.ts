@@ -8,6 +8,7 @@ import type { Storage } from "./storage.ts";
 export type { LocationIdentity, Relation } from "./location.ts";
 export type { Storage, StoredObject } from "./storage.ts";
 export { StorageError } from "./storage.ts";
+export { isMarkerPath, MARKER, type MarkerState, markerText, readMarker, writeMarker } from "./marker.ts";
 
 export const localConfigSchema = z.object({
   root: z.string().min(1).optional().describe("Directory of the objects; default DATA_DIR/uploads"),
