@@ -24,7 +24,11 @@ export const apiInfo = {
   description:
     "Upload, list and delete images; read the account profile; list storage strategies; issue temporary upload tokens. " +
     "Every answer is the envelope `{status, message, data}`: check both the HTTP status and `status`. " +
-    "Authenticate with `Authorization: Bearer <token>`.",
+    "Authenticate with `Authorization: Bearer <token>`.\n\n" +
+    "Refusals follow one rule. A check of a known caller that fails answers 400, whatever it checks (capacity, quota, frequency, concurrency, " +
+    "the temporary-token issuing rate), with `Retry-After` when waiting lifts it. 429 is only for throttles applied before the caller is known: " +
+    "failed authentications from an address, and an address's connections and upload bodies before its credential is read. " +
+    "503 is for the service-wide caps (uploads being received or images being processed by the whole server) and for a database that does not answer.",
 };
 
 /**

@@ -28,7 +28,7 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-const send = (from: string, init: Parameters<typeof rawRequest>[2]) => rawRequest(server.port, from, init);
+const send = (from: string, init: Parameters<typeof rawRequest>[2]) => rawRequest(server.port!, from, init);
 const json = (token: string, body: unknown) => ({
   headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
   body: JSON.stringify(body),

@@ -142,7 +142,7 @@ describe("upload bodies are bounded per address, in total and in time", () => {
   beforeAll(async () => ({ ctx, alice } = await contextWithUser({ uploadBodies: { perAddress: 2, total: 3 }, uploadReadTimeoutSeconds: 1 })));
   afterAll(() => ctx.close());
 
-  test("strangers beyond the per-address bound and anyone beyond the total: 429 with Retry-After; a slot frees when its body ends", async () => {
+  test("strangers beyond the per-address bound: 429; anyone beyond the total: 503; both with Retry-After; a slot frees when its body ends", async () => {
     await ctx.admin("PATCH", "/api/admin/settings", { guest_upload_enabled: true });
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.guestGroupId}`, { strategy_ids: [ctx.localStrategyId] });
     const from = (address: string) => ({ "x-forwarded-for": address }); // guests: strangers
@@ -160,7 +160,8 @@ describe("upload bodies are bounded per address, in total and in time", () => {
     await Bun.sleep(50);
     // a caller known from its token is not bound per address, but it is by the total
     const overTotal = await postUpload(ctx, streamingUpload({ fileBytes: 10 }), { ...ctx.bearer(alice.token), ...from("198.51.100.1") });
-    expect((await expectStatus(overTotal, 429)).message).toBe("The server is receiving too many uploads: retry in a few seconds.");
+    expect((await expectStatus(overTotal, 503)).message).toBe("The server is receiving too many uploads: retry in a few seconds.");
+    expect(overTotal.headers.get("retry-after")).toBe("5");
 
     // the stalled senders are cut off by the read deadline (1 s here), which frees their slots
     for (const res of await Promise.all([...pending, otherPending])) {
@@ -205,14 +206,14 @@ describe("a known caller takes its slots before its body is read", () => {
     }
   });
 
-  test("without a group limit, one caller holds at most its share of the total (429 beyond), and others still upload", async () => {
+  test("without a group limit, one caller holds at most its share of the total (400 beyond, a failed upload check), and others still upload", async () => {
     const stalled = Array.from({ length: 3 }, () => streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK }));
     const pending = stalled.map((u) => postUpload(ctx, u, ctx.bearer(alice.token)));
     for (let i = 0; i < 100 && stalled.some((u) => u.counter.pulled === 0); i++) await Bun.sleep(20);
     await Bun.sleep(300); // pulled by the client is not yet received by the server
     const beyond = streamingUpload({ fileBytes: 9 * 1024 * 1024 });
     const res = await postUpload(ctx, beyond, ctx.bearer(alice.token));
-    expect((await expectStatus(res, 429)).message).toBe("Too many of your uploads are in progress on this server: at most 3 at a time.");
+    expect((await expectStatus(res, 400)).message).toBe("Too many of your uploads are in progress on this server: at most 3 at a time.");
     expect(res.headers.get("retry-after")).toBe("5");
     expect(beyond.counter.pulled).toBeLessThanOrEqual(CHUNK);
     const png = await makeImage("png", 20, 20);
@@ -353,9 +354,15 @@ describe("images that cost more than they show", () => {
       await Bun.sleep(5);
     };
     const runs = [queue.run("abuser", job("a1")), queue.run("abuser", job("a2")), queue.run("abuser", job("a3")), queue.run("abuser", job("a4"))];
-    await expect(queue.run("abuser", job("a5"))).rejects.toThrow("Too many of your images are waiting to be processed: at most 3.");
+    // a known caller beyond its share: a failed check (400); the whole queue full: a service-wide cap (503)
+    await expect(queue.run("abuser", job("a5"))).rejects.toMatchObject({ status: 400, message: "Too many of your images are waiting to be processed: at most 3.", headers: { "retry-after": "2" } });
     runs.push(queue.run("other", job("b1")));
-    await Promise.all(runs);
+    const full = new FairWorkQueue({ concurrency: 1, waitingPerSubject: 3, waiting: 1 });
+    const held = [full.run("x", job("x1")), full.run("y", job("y1"))];
+    await expect(full.run("z", job("z1"))).rejects.toMatchObject({ status: 503, message: "The server is busy processing images: retry in a few seconds." });
+    await Promise.all([...runs, ...held]);
+    order.splice(order.indexOf("x1"), 1);
+    order.splice(order.indexOf("y1"), 1);
     // subjects take turns: the other caller waits for the running job and one turn of the abuser's, not for all of them
     expect(order).toEqual(["a1", "a2", "b1", "a3", "a4"]);
   });

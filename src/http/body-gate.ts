@@ -16,7 +16,9 @@ export const defaultBodyGateLimits: BodyGateLimits = { perAddress: 4, perCaller:
  * buffer of the process: in total; per client address while the sender is unknown (guests, form tokens); and
  * per caller once it is known, so that no caller holds more than its share of the total whatever its group's
  * concurrency limit (which is taken as well, in the database, before the body is read). Beyond a bound the
- * upload is refused with 429 before more of its body is read. A slot is held only while the body arrives.
+ * upload is refused before more of its body is read, each with `Retry-After`: 429 for an address whose sender is not
+ * known yet, 400 for a known caller (a failed upload check, as the contract has it), 503 for the process's total.
+ * A slot is held only while the body arrives.
  */
 export class UploadBodyGate {
   private readonly held = new Map<string, number>();
@@ -26,27 +28,28 @@ export class UploadBodyGate {
 
   /** A body from a sender not known yet: one of the process's slots and one of its address's. */
   enterStranger(addressBucket: string): () => void {
-    return this.enter(`address:${addressBucket}`, this.limits.perAddress, `Too many uploads in progress from your address: at most ${this.limits.perAddress} at a time.`, true);
+    const refusal = `Too many uploads in progress from your address: at most ${this.limits.perAddress} at a time.`;
+    return this.enter(`address:${addressBucket}`, this.limits.perAddress, () => refused("too_many_requests", refusal), true);
   }
 
   /** A body from a caller known from its header: one of the process's slots and one of the caller's. */
   enterCaller(subject: string): () => void {
-    return this.enter(`caller:${subject}`, this.limits.perCaller, this.callerMessage(), true);
+    return this.enter(`caller:${subject}`, this.limits.perCaller, () => this.callerRefusal(), true);
   }
 
   /** A stranger that has just become known (a form token, a guest): one of the caller's slots, the process's is already held. */
   holdCaller(subject: string): () => void {
-    return this.enter(`caller:${subject}`, this.limits.perCaller, this.callerMessage(), false);
+    return this.enter(`caller:${subject}`, this.limits.perCaller, () => this.callerRefusal(), false);
   }
 
-  private callerMessage() {
-    return `Too many of your uploads are in progress on this server: at most ${this.limits.perCaller} at a time.`;
+  private callerRefusal() {
+    return refused("bad_request", `Too many of your uploads are in progress on this server: at most ${this.limits.perCaller} at a time.`);
   }
 
-  private enter(key: string, cap: number, refusal: string, counted: boolean): () => void {
+  private enter(key: string, cap: number, refusal: () => AppError, counted: boolean): () => void {
     const held = this.held.get(key) ?? 0;
-    if (held >= cap) throw tooMany(refusal);
-    if (counted && this.total >= this.limits.total) throw tooMany("The server is receiving too many uploads: retry in a few seconds.");
+    if (held >= cap) throw refusal();
+    if (counted && this.total >= this.limits.total) throw refused("unavailable", "The server is receiving too many uploads: retry in a few seconds.");
     this.held.set(key, held + 1);
     if (counted) this.total++;
     let released = false;
@@ -61,4 +64,4 @@ export class UploadBodyGate {
   }
 }
 
-const tooMany = (message: string) => new AppError("too_many_requests", message, undefined, { "retry-after": "5" });
+const refused = (code: "too_many_requests" | "bad_request" | "unavailable", message: string) => new AppError(code, message, undefined, { "retry-after": "5" });

@@ -13,10 +13,16 @@ const errorDescriptions = {
     "Too many failed authentications from your address: retry in 2 s.",
   ],
   500: ["Storage or server failure; the message carries no internals", "Internal server error."],
-  503: ["The database does not answer", "Service unavailable."],
+  503: [
+    "A service-wide cap is reached (uploads being received, images being processed) or the database does not answer: nothing was done; retry after the `Retry-After` header's seconds when it is given",
+    "Service unavailable.",
+  ],
 } as const;
 
 type ErrorStatus = keyof typeof errorDescriptions | 422;
+
+/** The header of a refusal that waiting can lift. */
+export const retryAfter = { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } as const;
 
 /** The error answers of an operation, each with the envelope schema and an example. Where a credential is checked (401), failures are throttled (429). */
 export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
@@ -43,7 +49,7 @@ export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
     const [description, message] = errorDescriptions[status];
     out[status] = {
       description,
-      ...(status === 429 ? { headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } } : {}),
+      ...(status === 429 ? { headers: retryAfter } : {}),
       content: {
         "application/json": {
           schema: ErrorEnvelope,

@@ -12,10 +12,10 @@ const ARGON2 = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as con
 
 /**
  * Hashing costs memory: at most 4 run at once, and at most 64 wait for their turn. A flood of sign-ins
- * from many addresses (the per-address throttle does not stop many addresses) gets 429 instead of exhausting memory.
+ * from many addresses (the per-address throttle does not stop many addresses) gets 503 instead of exhausting memory.
  */
 const signIns = "Too many sign-ins at once: retry in a few seconds.";
-const hashing = new FairWorkQueue({ concurrency: 4, waitingPerSubject: 64, waiting: 64 }, { subjectFull: () => signIns, full: signIns });
+const hashing = new FairWorkQueue({ concurrency: 4, waitingPerSubject: 64, waiting: 64 }, { subjectFull: () => signIns, full: signIns, subjectCode: "unavailable" });
 const bounded = <T>(work: () => Promise<T>) => hashing.run("passwords", work);
 
 export const hashPassword = (password: string) => bounded(() => Bun.password.hash(password, ARGON2));
@@ -25,7 +25,7 @@ let dummy: Promise<string> | undefined;
 /** Password verifications begun by this process (each costs one argon2id): what the throttles in front of them bound. */
 export const passwordVerifications = { count: 0 };
 
-/** One verification in the queue; a hash Bun.password does not know is a mismatch, a full queue is its 429. */
+/** One verification in the queue; a hash Bun.password does not know is a mismatch, a full queue is its 503. */
 const verified = (password: string, hash: string) =>
   bounded(async () => {
     passwordVerifications.count++;

@@ -22,7 +22,7 @@ import { randomToken, sha256Hex } from "./secrets.ts";
 export const TOKEN_LIMITS = {
   /** Live temporary tokens (unexpired, unrevoked) an account may hold, the upload page's own aside: beyond, 400. */
   liveTemporary: 1000,
-  /** Temporary tokens an account may issue in any 60 seconds (revoked or expired ones included): beyond, 429 with Retry-After. */
+  /** Temporary tokens an account may issue in any 60 seconds (revoked or expired ones included): beyond, 400 with Retry-After. */
   temporaryPerMinute: 600,
   /** Unrevoked permanent tokens an account may hold: beyond, 400. */
   livePermanent: 100,
@@ -54,7 +54,7 @@ const expiryAfter = (now: Date, seconds: number) => new Date(Math.floor(now.getT
 
 /**
  * Refuses a batch of `num` temporary tokens that would take the account beyond its live tokens (400) or its issuing
- * rate (429, with the seconds until enough of the window's tokens have left it). Call under lockTokenIssuing.
+ * rate (400, with Retry-After: the seconds until enough of the window's tokens have left it). Call under lockTokenIssuing.
  */
 async function checkTemporaryBounds(tx: Executor, userId: number, num: number, now: Date) {
   const since = new Date(now.getTime() - WINDOW_MS);
@@ -70,7 +70,7 @@ async function checkTemporaryBounds(tx: Executor, userId: number, num: number, n
     const at = await nthRecentTemporaryIssue(tx, userId, since, over);
     const seconds = Math.max(1, Math.ceil(((at?.getTime() ?? now.getTime()) + WINDOW_MS - now.getTime()) / 1000));
     throw new AppError(
-      "too_many_requests",
+      "bad_request",
       `An account may issue at most ${TOKEN_LIMITS.temporaryPerMinute} temporary tokens a minute: retry in ${seconds} s.`,
       undefined,
       { "retry-after": String(seconds) },
@@ -81,7 +81,7 @@ async function checkTemporaryBounds(tx: Executor, userId: number, num: number, n
 /**
  * Issues `num` temporary upload tokens valid for `seconds`, recorded as issued by the caller's permanent token
  * so that revoking it revokes them. A revocation that commits after authentication refuses the issue (401); the
- * account's bounds (TOKEN_LIMITS) refuse it with 400 or 429.
+ * account's bounds (TOKEN_LIMITS) refuse it with 400.
  */
 export async function issueTemporaryTokens(db: Executor, caller: UserCaller, num: number, seconds: number, now: Date) {
   const expiredAt = expiryAfter(now, seconds);
@@ -115,7 +115,7 @@ const isForeignKeyViolation = (e: unknown) => {
  * `sessionId` they belong to that session: signing out or its expiry removes them, a session that ended
  * meanwhile refuses the issue (401: the foreign key finds no session), and the session keeps only its
  * TOKEN_LIMITS.perSession newest. Without it they live until they expire or the owner revokes them, within the
- * account's bounds (400, 429) as through the API.
+ * account's bounds (400) as through the API.
  */
 export async function issueAccountTemporaryTokens(
   db: Executor,

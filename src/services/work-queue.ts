@@ -11,10 +11,14 @@ export interface WorkQueueLimits {
   waiting: number;
 }
 
-/** What a refused job is told: its subject has too many waiting, or the queue is full. */
+/**
+ * What a refused job is told: its subject has too many waiting, or the queue is full. A subject is a known caller,
+ * so its own bound is a failed check (400) unless `subjectCode` says otherwise; a full queue is a service-wide cap (503).
+ */
 export interface Refusals {
   subjectFull: (waitingPerSubject: number) => string;
   full: string;
+  subjectCode?: "bad_request" | "unavailable";
 }
 
 const imageRefusals: Refusals = {
@@ -30,7 +34,7 @@ interface Waiter {
  * A bounded queue for CPU- or memory-heavy work (image decodes, password hashes), fair between subjects: when a
  * slot frees, the next job is taken from the subject that has waited longest in turn (round robin), so one caller
  * sending many slow images delays another caller's image by at most the jobs already running. Beyond its bounds a
- * job is refused (429 with Retry-After).
+ * job is refused with Retry-After: 400 for a subject beyond its share, 503 when the queue is full.
  */
 export class FairWorkQueue {
   private running = 0;
@@ -55,8 +59,8 @@ export class FairWorkQueue {
 
   private wait(subject: string): Promise<void> {
     const queue = this.bySubject.get(subject) ?? [];
-    if (queue.length >= this.limits.waitingPerSubject) throw busy(this.refusals.subjectFull(this.limits.waitingPerSubject));
-    if (this.waitingCount >= this.limits.waiting) throw busy(this.refusals.full);
+    if (queue.length >= this.limits.waitingPerSubject) throw busy(this.refusals.subjectCode ?? "bad_request", this.refusals.subjectFull(this.limits.waitingPerSubject));
+    if (this.waitingCount >= this.limits.waiting) throw busy("unavailable", this.refusals.full);
     return new Promise((start) => {
       queue.push({ start });
       this.bySubject.set(subject, queue);
@@ -80,7 +84,7 @@ export class FairWorkQueue {
   }
 }
 
-const busy = (message: string) => new AppError("too_many_requests", message, undefined, { "retry-after": "2" });
+const busy = (code: "bad_request" | "unavailable", message: string) => new AppError(code, message, undefined, { "retry-after": "2" });
 
 /**
  * Decodes run on the runtime's worker pool (UV_THREADPOOL_SIZE threads, by default as many as cores), which also

@@ -91,7 +91,8 @@ export const uploadImageRoute = createRoute({
     "Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). " +
     "In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. " +
     "Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; " +
-    "a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).",
+    "a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), a known caller 16 at once on one server (400 beyond, with `Retry-After`, as every failed upload check), " +
+    "the server 64 in all (503, with `Retry-After`); a body must arrive within 60 seconds (408).",
   security: [{ bearerAuth: [] }, { temporaryToken: [] }, {}] as Record<string, string[]>[],
   middleware: [countRefusals, headerAuth] as const,
   request: {
@@ -105,7 +106,7 @@ export const uploadImageRoute = createRoute({
   },
   responses: {
     ...okResponse(envelope(Image, "ImageResponse"), "The stored image"),
-    ...errorResponses(400, 401, 403, 408, 422, 500),
+    ...errorResponses(400, 401, 403, 408, 422, 500, 503),
   },
 });
 

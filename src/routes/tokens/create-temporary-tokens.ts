@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
-import { errorResponses, okResponse } from "../../http/responses.ts";
+import { errorResponses, okResponse, retryAfter } from "../../http/responses.ts";
 import { envelope, TemporaryToken } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
@@ -34,7 +34,7 @@ export const createTemporaryTokensRoute = createRoute({
   description:
     "Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.\n\n" +
     `Bounds per account: at most ${TOKEN_LIMITS.liveTemporary} live temporary tokens (unexpired, unrevoked) — a batch that would exceed it is refused with 400 and issues nothing; ` +
-    `at most ${TOKEN_LIMITS.temporaryPerMinute} tokens issued in any 60 seconds — beyond, 429 with \`Retry-After\` (the seconds until the batch fits). ` +
+    `at most ${TOKEN_LIMITS.temporaryPerMinute} tokens issued in any 60 seconds — beyond, 400 with \`Retry-After\` (the seconds until the batch fits) and nothing issued. ` +
     "Both are counted atomically, whatever the number of concurrent requests.",
   security: [{ bearerAuth: [] }],
   middleware: [requireUser] as const,
@@ -50,9 +50,10 @@ export const createTemporaryTokensRoute = createRoute({
   responses: {
     ...okResponse(envelope(z.object({ tokens: z.array(TemporaryToken) }), "TemporaryTokenListResponse"), "The new tokens"),
     ...refusals,
-    429: {
-      ...refusals[429],
-      description: `${refusals[429].description}; or the account issued ${TOKEN_LIMITS.temporaryPerMinute} temporary tokens in the last 60 seconds: nothing was issued, retry after \`Retry-After\` seconds`,
+    400: {
+      ...refusals[400],
+      description: `${refusals[400].description}; the account's live temporary tokens, or its issuing rate (${TOKEN_LIMITS.temporaryPerMinute} in any 60 seconds: retry after \`Retry-After\` seconds); nothing was issued`,
+      headers: retryAfter,
     },
   },
 });
