@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Upload an image
-         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), and a body must arrive within 60 seconds (408).
+         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), a known caller 16 at once on one server (400 beyond, with `Retry-After`, as every failed upload check), the server 64 in all (503, with `Retry-After`); a body must arrive within 60 seconds (408).
          */
         post: operations["uploadImage"];
         delete?: never;
@@ -113,7 +113,7 @@ export interface paths {
          * Issue temporary upload tokens
          * @description Issues `num` temporary upload-only tokens valid for `seconds`. A temporary token works only for POST /upload (header `Authorization: Bearer <token>` or a multipart field `token`); anywhere else it answers 403. It can be used any number of times until it expires or the permanent token that issued it is revoked; then it answers 401. The body may be JSON or a form. Requires a permanent token.
          *
-         *     Bounds per account: at most 1000 live temporary tokens (unexpired, unrevoked) — a batch that would exceed it is refused with 400 and issues nothing; at most 600 tokens issued in any 60 seconds — beyond, 429 with `Retry-After` (the seconds until the batch fits). Both are counted atomically, whatever the number of concurrent requests.
+         *     Bounds per account: at most 1000 live temporary tokens (unexpired, unrevoked) — a batch that would exceed it is refused with 400 and issues nothing; at most 600 tokens issued in any 60 seconds — beyond, 400 with `Retry-After` (the seconds until the batch fits) and nothing issued. Both are counted atomically, whatever the number of concurrent requests.
          */
         post: operations["createTemporaryTokens"];
         delete?: never;
@@ -525,7 +525,7 @@ export interface paths {
         put?: never;
         /**
          * Create a site-wide webhook endpoint
-         * @description A site-wide endpoint, sent the chosen events of the whole site. The answer carries its signing `secret`, shown this once: it is stored encrypted and never answered again (rotate it to get a new one). At most 20 site-wide endpoints (400 beyond). The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked. Event types: `image.uploaded` (an image was stored), `image.deleted` (deleted by its owner, an administrator or with its account), `image.expired` (removed at its `expired_at`), `token.revoked` (a permanent or temporary token revoked; its id and kind, never its secret), `user.disabled` (an account disabled or deleted); `webhook.test` is only sent by the test operation. A site-wide endpoint receives the events of every account and of guests; a user's endpoint only those of the user's own images and tokens. Each event is a `POST` with a JSON body in the Standard Webhooks shape `{"type": "image.uploaded", "timestamp": "2026-11-22T10:30:00.000Z", "data": {…}}` and the headers `webhook-id` (the message id, the same on every retry: deduplicate by it), `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64 part of the `whsec_` secret; any Standard Webhooks library verifies it). An answer 2xx within 10 s is delivered; anything else (another status, a redirect, which is not followed, a timeout, a refused connection) is retried: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (8 attempts over about 27.5 hours). An endpoint whose attempts have all failed for a day is disabled, and so is one that answers 410 Gone (`disabled_reason` says why; enabling it again starts over). Delivery is at least once; the events of one subject (an image, a token, a user) reach an endpoint in order.
+         * @description A site-wide endpoint, sent the chosen events of the whole site. The answer carries its signing `secret`, shown this once: it is stored encrypted and never answered again (rotate it to get a new one). At most 20 site-wide endpoints (400 beyond). The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 ("This address is private or internal; webhooks can only be sent to public addresses.", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. WEBHOOK_ALLOW opens to site-wide endpoints, and to a user's own endpoints only where the user's group has `webhook_allow_internal`. The same check runs again at every delivery, after DNS, and the connection goes to the address checked. Event types: `image.uploaded` (an image was stored), `image.deleted` (deleted by its owner, an administrator or with its account), `image.expired` (removed at its `expired_at`), `token.revoked` (a permanent or temporary token revoked; its id and kind, never its secret), `user.disabled` (an account disabled or deleted); `webhook.test` is only sent by the test operation. A site-wide endpoint receives the events of every account and of guests; a user's endpoint only those of the user's own images and tokens. Each event is a `POST` with a JSON body in the Standard Webhooks shape `{"type": "image.uploaded", "timestamp": "2026-11-22T10:30:00.000Z", "data": {…}}` and the headers `webhook-id` (the message id, the same on every retry: deduplicate by it), `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64 part of the `whsec_` secret; any Standard Webhooks library verifies it). An answer 2xx within 10 s is delivered; anything else (another status, a redirect, which is not followed, a timeout, a refused connection) is retried: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (8 attempts over about 27.5 hours). A retry's delay is counted from the end of the failed attempt (a timeout does not shorten it). An endpoint whose attempts have all failed for a day is disabled, and so is one that answers 410 Gone (`disabled_reason` says why; enabling it again starts over). While an endpoint is switched off, each event it wants is kept in its delivery log as `failed` (`not sent: the endpoint was switched off`); switching it on sends nothing from the past by itself: `POST /api/admin/webhooks/{id}/resend-failed` sends the failed deliveries since a time. Delivery is at least once; the events of one subject (an image, a token, a user) reach an endpoint in order. A slow or hanging endpoint never delays the others: each instance bounds the sends in flight per endpoint, per account and for all users' endpoints together, and site-wide endpoints are not counted with users' ones.
          */
         post: operations["adminCreateWebhook"];
         delete?: never;
@@ -557,7 +557,7 @@ export interface paths {
         head?: never;
         /**
          * Change a site-wide webhook endpoint (URL, description, events, enabled)
-         * @description Changes the fields given. A new URL is checked as when the endpoint was made (The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.) `enabled: true` switches on an endpoint disabled by hand or by its failures and clears `disabled_reason`, `disabled_at` and `failing_since`; `enabled: false` switches it off (deliveries under way end as failed, new events are not sent to it). The secret does not change.
+         * @description Changes the fields given. A new URL is checked as when the endpoint was made (The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 ("This address is private or internal; webhooks can only be sent to public addresses.", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. WEBHOOK_ALLOW opens to site-wide endpoints, and to a user's own endpoints only where the user's group has `webhook_allow_internal`. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.) `enabled: true` switches on an endpoint disabled by hand or by its failures and clears `disabled_reason`, `disabled_at` and `failing_since`; `enabled: false` switches it off (deliveries under way end as failed, new events are not sent to it but kept in its log as failed, `not sent: the endpoint was switched off`). Switching it on sends nothing from the past by itself: to send what it missed, follow with `POST /api/admin/webhooks/{id}/resend-failed` and `since` its former `failing_since` (or `disabled_at`). The secret does not change.
          */
         patch: operations["adminUpdateWebhook"];
         trace?: never;
@@ -636,6 +636,26 @@ export interface paths {
          * @description Makes a delivered or failed delivery pending again and attempts it at once, with the same body and `webhook-id` (and the retry schedule after that). 404 when the endpoint or the delivery does not exist, or when the delivery is still pending (it is attempted by itself).
          */
         post: operations["adminResendWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/webhooks/{id}/resend-failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send again a site-wide webhook endpoint's failed deliveries since a time
+         * @description Every failed delivery of an event since `since` (its `created_at` at or after it), oldest first, at most 5000 a call, becomes pending and is attempted at once, with the same body and `webhook-id`, in order per subject; the events not sent while the endpoint was switched off are among them. A delivery that had used up its retries fails again at its next failure. `queued` says how many; when it is 5000, call again for the rest. 400 when the endpoint is switched off: switch it on first (`PATCH` `enabled: true`).
+         */
+        post: operations["adminResendFailedWebhookDeliveries"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1135,6 +1155,11 @@ export interface components {
              * @example 85
              */
             jpeg_max_quality: number | null;
+            /**
+             * @description Lets the members' own webhook endpoints reach the internal hosts and ranges the operator lists in WEBHOOK_ALLOW (which otherwise open to site-wide endpoints only). Off by default: a member's endpoint must resolve to public addresses only. Checked when an endpoint is saved and again at every delivery, so switching it off stops such deliveries at once.
+             * @example false
+             */
+            webhook_allow_internal: boolean;
             strategy_ids: number[];
         };
         /** @description Callers must check both the HTTP status code and `status`. */
@@ -1202,6 +1227,11 @@ export interface components {
              * @example 85
              */
             jpeg_max_quality?: number | null;
+            /**
+             * @description Lets the members' own webhook endpoints reach the internal hosts and ranges the operator lists in WEBHOOK_ALLOW (which otherwise open to site-wide endpoints only). Off by default: a member's endpoint must resolve to public addresses only. Checked when an endpoint is saved and again at every delivery, so switching it off stops such deliveries at once.
+             * @example false
+             */
+            webhook_allow_internal?: boolean;
             /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
@@ -1262,6 +1292,11 @@ export interface components {
              * @example 85
              */
             jpeg_max_quality?: number | null;
+            /**
+             * @description Lets the members' own webhook endpoints reach the internal hosts and ranges the operator lists in WEBHOOK_ALLOW (which otherwise open to site-wide endpoints only). Off by default: a member's endpoint must resolve to public addresses only. Checked when an endpoint is saved and again at every delivery, so switching it off stops such deliveries at once.
+             * @example false
+             */
+            webhook_allow_internal?: boolean;
             /** @description Ordered: automatic uploads try them in this order (at most 100) */
             strategy_ids?: number[];
         };
@@ -1802,7 +1837,7 @@ export interface components {
         };
         CreateWebhookInput: {
             /**
-             * @description The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.
+             * @description The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 ("This address is private or internal; webhooks can only be sent to public addresses.", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. WEBHOOK_ALLOW opens to site-wide endpoints, and to a user's own endpoints only where the user's group has `webhook_allow_internal`. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.
              * @example https://hooks.example.com/image-host
              */
             url: string;
@@ -1824,7 +1859,7 @@ export interface components {
         };
         UpdateWebhookInput: {
             /**
-             * @description The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.
+             * @description The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 ("This address is private or internal; webhooks can only be sent to public addresses.", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. WEBHOOK_ALLOW opens to site-wide endpoints, and to a user's own endpoints only where the user's group has `webhook_allow_internal`. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.
              * @example https://hooks.example.com/image-host
              */
             url?: string;
@@ -1892,7 +1927,7 @@ export interface components {
             /** @example 84 */
             last_latency_ms: number | null;
             /**
-             * @description What went wrong in the last attempt; null when it was delivered or not attempted yet
+             * @description What went wrong in the last attempt; null when it was delivered or not attempted yet. For a site-wide endpoint it may quote the answer's first 200 characters and a redirect's target; a user's endpoint's log never holds what its receiver answered (`answered 500`), nor any address its host resolved to.
              * @example null
              */
             last_error: string | null;
@@ -1916,6 +1951,27 @@ export interface components {
              * @example 2026-11-22 10:30:00
              */
             created_at: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        WebhookResendFailedResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                /**
+                 * @description Deliveries made pending again
+                 * @example 12
+                 */
+                queued: number;
+            };
+        };
+        ResendFailedWebhookDeliveriesInput: {
+            /**
+             * @description The failed deliveries of events since this time: ISO 8601 with an offset, or `YYYY-MM-DD HH:MM[:SS]` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            since: string;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         ReadinessResponse: components["schemas"]["Envelope"] & {
@@ -2302,6 +2358,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            /** @description A service-wide cap is reached (uploads being received, images being processed) or the database does not answer: nothing was done; retry after the `Retry-After` header's seconds when it is given */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Service unavailable.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
     listImages: {
@@ -2573,9 +2645,11 @@ export interface operations {
                     "application/json": components["schemas"]["TemporaryTokenListResponse"];
                 };
             };
-            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed; the account's live temporary tokens, or its issuing rate (600 in any 60 seconds: retry after `Retry-After` seconds); nothing was issued */
             400: {
                 headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2642,7 +2716,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds); or the account issued 600 temporary tokens in the last 60 seconds: nothing was issued, retry after `Retry-After` seconds */
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
             429: {
                 headers: {
                     /** @description Seconds to wait */
@@ -6728,6 +6802,153 @@ export interface operations {
             };
         };
     };
+    adminResendFailedWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResendFailedWebhookDeliveriesInput"];
+            };
+        };
+        responses: {
+            /** @description How many were queued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookResendFailedResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     getReadiness: {
         parameters: {
             query?: never;
@@ -6746,7 +6967,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessResponse"];
                 };
             };
-            /** @description The database does not answer */
+            /** @description A service-wide cap is reached (uploads being received, images being processed) or the database does not answer: nothing was done; retry after the `Retry-After` header's seconds when it is given */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6782,7 +7003,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            /** @description The database does not answer */
+            /** @description A service-wide cap is reached (uploads being received, images being processed) or the database does not answer: nothing was done; retry after the `Retry-After` header's seconds when it is given */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -17,6 +17,8 @@ let server: ReturnType<typeof Bun.serve>;
 let BASE_URL: string;
 beforeAll(async () => {
   ctx = await createTestContext({ webhooks: { box, allow: parseAllowList("127.0.0.1") } });
+  // WEBHOOK_ALLOW opens loopback to users' endpoints only by their group's grant
+  await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { webhook_allow_internal: true });
   server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: ctx.app.fetch });
   BASE_URL = `http://127.0.0.1:${server.port}`;
 });

@@ -305,7 +305,12 @@ describe("checkDestination", () => {
     const rebinding: Resolver = async () => (++calls % 2 === 1 ? ["93.184.216.34"] : ["127.0.0.1"]);
     const url = new URL("https://rebind.example/");
     expect((await checkDestination(url, NONE, rebinding)).ok).toBe(true);
-    expect(await checkDestination(url, NONE, rebinding)).toEqual({ ok: false, reason: "127.0.0.1 is a loopback address" });
+    expect(await checkDestination(url, NONE, rebinding)).toEqual({
+      ok: false,
+      reason: "127.0.0.1 is a loopback address",
+      // what the endpoint's owner is told names no address
+      shown: "the address is private or internal; webhooks can only be sent to public addresses",
+    });
     expect(calls).toBe(2);
   });
 });

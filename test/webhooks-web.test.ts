@@ -21,6 +21,8 @@ setDefaultTimeout(60_000);
 let ctx: TestContext;
 beforeAll(async () => {
   ctx = await createTestContext({ webhooks: { box: secretBox(randomBytes(32)), allow: parseAllowList("127.0.0.1") } });
+  // WEBHOOK_ALLOW opens loopback to users' endpoints only by their group's grant
+  await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { webhook_allow_internal: true });
 });
 afterAll(() => ctx?.close());
 
@@ -116,7 +118,7 @@ describe("user center: /user/webhooks", () => {
     const cases: [Record<string, string>, string, string][] = [
       [{ url: "not a url" }, "url", "The URL must not contain"],
       [{ url: "ftp://example.com/x" }, "url", "The scheme ftp: is not allowed"],
-      [{ url: "http://10.0.0.1/hook" }, "url", "cannot be used"],
+      [{ url: "http://10.0.0.1/hook" }, "url", "This address is private or internal; webhooks can only be sent to public addresses."],
       [{ description: "d".repeat(201) }, "description", "at most 200"],
     ];
     for (const [fields, field, message] of cases) {
@@ -151,7 +153,8 @@ describe("user center: /user/webhooks", () => {
       expect(res.status).toBe(422);
       const html = await res.text();
       expect(html).toContain('id="new-url-error"');
-      expect(html).toMatch(/cannot be used: .*loopback/);
+      expect(html).toContain("This address is private or internal; webhooks can only be sent to public addresses.");
+      expect(html).not.toContain("loopback");
     } finally {
       await other.close();
     }
@@ -438,7 +441,7 @@ describe("admin: /user/admin/webhooks", () => {
     expect(bad.status).toBe(422);
     const badHtml = await bad.text();
     expect(badHtml).toContain('id="edit-url-error"');
-    expect(badHtml).toContain("cannot be used");
+    expect(badHtml).toContain("This address is private or internal; webhooks can only be sent to public addresses.");
     expect((await auditRows(1))[0]!.id).toBe(before);
 
     const ask = await visitor.post(`${page}/delete`, { confirmed: "0" });

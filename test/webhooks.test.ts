@@ -117,6 +117,8 @@ beforeAll(async () => {
     },
   });
   queue = await startQueue(ctx.deps, ctx.connection, { concurrency: 4, pollIntervalMs: 100 });
+  // the receivers are on loopback: WEBHOOK_ALLOW opens it to users' endpoints only by their group's grant
+  await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { webhook_allow_internal: true });
   alice = await ctx.createUser();
 });
 
@@ -273,7 +275,7 @@ describe("delivery", () => {
     expect(rows.every((d) => d.last_status_code === 200)).toBe(true);
   });
 
-  test("500s: retried on the schedule, then failed after the last attempt, the answer's code and body in the log", async () => {
+  test("500s: retried on the schedule, then failed after the last attempt, the answer's code in the log and never its body", async () => {
     const { r, endpoint } = await subscribe(alice);
     r.answer(() => new Response("broken receiver", { status: 500 }));
     await upload(alice);
@@ -282,7 +284,8 @@ describe("delivery", () => {
       return rows[0]?.status === "failed" ? rows : undefined;
     });
     expect(row).toMatchObject({ status: "failed", attempts: 8, last_status_code: 500 });
-    expect(row!.last_error).toContain("answered 500: broken receiver");
+    // a user endpoint's log shows the status, the latency and the attempts: what the receiver answered is not ours to show
+    expect(row!.last_error).toBe("answered 500");
     expect(r.got.length).toBe(8);
   });
 
@@ -324,10 +327,15 @@ describe("delivery", () => {
       );
       return e && !e.enabled ? e : undefined;
     }).then((e) => expect(e.disabled_reason).toBe("answered 410 Gone"));
-    // disabled: the next upload writes nothing for it
+    // disabled: the next upload is in its log as not sent, and nothing is sent
     await upload(alice);
     await Bun.sleep(300);
-    expect((await deliveriesOf(endpoint.id)).length).toBe(1);
+    const rows = await deliveriesOf(endpoint.id);
+    expect(rows.map((d) => [d.status, d.attempts, d.last_error])).toEqual([
+      ["failed", 1, "answered 410"],
+      ["failed", 0, "not sent: the endpoint was switched off"],
+    ]);
+    expect(r.got.length).toBe(1);
     // enabled again: events flow again
     r.answer(() => new Response("ok"));
     await updateEndpoint(ctx.deps, { ownerId: alice.id }, endpoint.id, { enabled: true });
@@ -437,7 +445,8 @@ describe("SSRF at delivery", () => {
       });
       const [row] = await deliveriesOf(endpoint.id);
       expect(row).toMatchObject({ status: "pending", attempts: 1, last_status_code: null });
-      expect(row!.last_error).toBe("refused: 10.0.0.5 is a private address");
+      // the owner is not told what the name resolves to; the operator's log is
+      expect(row!.last_error).toBe("refused: the address is private or internal; webhooks can only be sent to public addresses");
       expect(r.got).toEqual([]);
       expect(logged.some((l) => String(l.msg).startsWith("webhook refused: 10.0.0.5 is a private address") && l.endpoint_id === endpoint.id)).toBe(true);
       // and back on an allowed address: the retry goes out

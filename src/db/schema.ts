@@ -66,6 +66,8 @@ export const groups = pgTable("groups", {
   maxWidth: integer("max_width"),
   maxHeight: integer("max_height"),
   jpegMaxQuality: integer("jpeg_max_quality"),
+  // WEBHOOK_ALLOW's internal hosts open to the members' own webhook endpoints too (drizzle/0014); off by default
+  webhookAllowInternal: boolean("webhook_allow_internal").notNull().default(false),
   createdAt: createdAt(),
 }, (t) => [
   check("groups_metadata_check", sql`${t.metadata} in ('keep', 'strip_location', 'strip_all')`),

@@ -10,9 +10,10 @@
 import { and, desc, eq, isNull, lt, sql } from "drizzle-orm";
 import type { Deps } from "../deps.ts";
 import type { Executor } from "../db/client.ts";
-import { EVENT_TYPES, type EventType, users, webhookDeliveries, webhookEndpoints } from "../db/schema.ts";
+import { EVENT_TYPES, type EventType, groups, users, webhookDeliveries, webhookEndpoints } from "../db/schema.ts";
 import { AppError, notFound, validationError } from "../errors.ts";
-import { checkDestination, checkUrlSyntax } from "../webhooks/address-guard.ts";
+import { type AllowList, checkDestination, checkUrlSyntax, NOT_PUBLIC, PUBLIC_ONLY } from "../webhooks/address-guard.ts";
+import { resendFailed } from "../webhooks/deliver.ts";
 import { newSigningSecret } from "../webhooks/secret-box.ts";
 import { webhookSettings } from "../webhooks/settings.ts";
 import { logFor } from "../observability/log.ts";
@@ -41,18 +42,41 @@ export interface EndpointInput {
   events: string[];
 }
 
-async function checkInput(deps: Pick<Deps, "config" | "log">, input: Partial<EndpointInput>) {
+/** The refusal of an address that is not public, on the form and in the API: it never names what a host resolved to. */
+export const NOT_PUBLIC_REFUSAL = `${NOT_PUBLIC.charAt(0).toUpperCase()}${NOT_PUBLIC.slice(1)}.`.replace(/^The address/, "This address");
+
+/**
+ * The hosts beyond the public addresses an endpoint of this scope may reach: WEBHOOK_ALLOW's for the site-wide
+ * endpoints, and for a user's own only where the user's group has webhook_allow_internal (an administrator's grant;
+ * docs/decisions/webhook-owner-scope.md). Checked again at every delivery (deliver.ts reads the grant with the delivery).
+ */
+export async function allowListFor(deps: Pick<Deps, "config" | "db">, scope: EndpointScope): Promise<AllowList> {
+  const { allow } = webhookSettings(deps);
+  if ("site" in scope) return allow;
+  const [row] = await deps.db
+    .select({ granted: groups.webhookAllowInternal })
+    .from(users)
+    .innerJoin(groups, eq(groups.id, users.groupId))
+    .where(eq(users.id, scope.ownerId));
+  return row?.granted ? allow : PUBLIC_ONLY;
+}
+
+async function checkInput(deps: Pick<Deps, "config" | "log" | "db">, scope: EndpointScope, input: Partial<EndpointInput>) {
   if (input.url !== undefined) {
     const syntax = checkUrlSyntax(input.url);
     if (syntax) throw validationError({ url: [`${syntax.charAt(0).toUpperCase()}${syntax.slice(1)}`.replace(/\.?$/, ".")] });
     const settings = webhookSettings(deps);
+    const allow = await allowListFor(deps, scope);
+    const late = "its host name did not resolve within 5 s";
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const destination = await Promise.race([
-      checkDestination(new URL(input.url), settings.allow, settings.resolve),
-      new Promise<{ ok: false; reason: string }>((done) => setTimeout(() => done({ ok: false, reason: "its host name did not resolve within 5 s" }), 5_000)),
-    ]);
+      checkDestination(new URL(input.url), allow, settings.resolve),
+      new Promise<{ ok: false; reason: string; shown: string }>((done) => (timer = setTimeout(() => done({ ok: false, reason: late, shown: late }), 5_000))),
+    ]).finally(() => clearTimeout(timer));
     if (!destination.ok) {
-      logFor(deps).warn({ reason: destination.reason }, `webhook endpoint refused: ${destination.reason}`);
-      throw validationError({ url: [`The url cannot be used: ${destination.reason}.`] });
+      // the operator's log names the addresses; the owner is told the class only
+      logFor(deps).warn({ reason: destination.reason, site: "site" in scope }, `webhook endpoint refused: ${destination.reason}`);
+      throw validationError({ url: [destination.shown === NOT_PUBLIC ? NOT_PUBLIC_REFUSAL : `The url cannot be used: ${destination.shown}.`] });
     }
   }
   if (input.events !== undefined) {
@@ -69,7 +93,7 @@ const uniqueEvents = (events: string[]) => EVENT_TYPES.filter((e) => events.incl
 
 /** Makes an endpoint; the answer carries its secret, shown this once. */
 export async function createEndpoint(deps: Deps, scope: EndpointScope, input: EndpointInput): Promise<{ endpoint: Endpoint; secret: string }> {
-  await checkInput(deps, input);
+  await checkInput(deps, scope, input);
   const secret = newSigningSecret();
   const sealed = webhookSettings(deps).box.seal(secret);
   const endpoint = await deps.db.transaction(async (tx) => {
@@ -114,7 +138,7 @@ export async function updateEndpoint(
   id: number,
   change: Partial<EndpointInput> & { enabled?: boolean },
 ): Promise<Endpoint> {
-  await checkInput(deps, change);
+  await checkInput(deps, scope, change);
   const set: Partial<typeof webhookEndpoints.$inferInsert> = {};
   if (change.url !== undefined) set.url = change.url;
   if (change.description !== undefined) set.description = change.description;
@@ -156,6 +180,20 @@ export async function listDeliveries(db: Executor, endpointId: number, before?: 
     .where(and(eq(webhookDeliveries.endpointId, endpointId), before ? lt(webhookDeliveries.id, before) : undefined))
     .orderBy(desc(webhookDeliveries.id))
     .limit(Math.min(limit, DELIVERIES_PAGE));
+}
+
+/** The most failed deliveries one "send again since" queues; the action says how many it queued, and can be repeated. */
+export const RESEND_MAX = 5_000;
+
+/**
+ * Sends again the endpoint's failed deliveries of events since `since` (those not sent while it was switched off
+ * among them), oldest first, at most RESEND_MAX: each becomes pending and is attempted at once, in order per subject.
+ * An endpoint that is switched off is refused (its deliveries would fail again at once).
+ */
+export async function resendFailedSince(deps: Pick<Deps, "db">, scope: EndpointScope, id: number, since: Date): Promise<number> {
+  const endpoint = await findEndpoint(deps.db, scope, id);
+  if (!endpoint.enabled) throw new AppError("bad_request", "The endpoint is switched off: switch it on first, then send its failed deliveries.");
+  return resendFailed(deps.db, endpoint.id, since, RESEND_MAX);
 }
 
 /** Removes deliveries delivered or failed more than DELIVERY_RETENTION_DAYS ago (the sweeper's round). */

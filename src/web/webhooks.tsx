@@ -8,13 +8,19 @@
  *   POST /user/webhooks                                   add one: its secret is shown this once (the page is not stored)
  *   GET  /user/webhooks/:id                               one endpoint: edit, switch on/off, rotate, test, delete; its delivery log
  *   POST /user/webhooks/:id                               save URL, description, events
- *   POST /user/webhooks/:id/enable | /disable             switch on (its failure streak starts over) or off
+ *   POST /user/webhooks/:id/enable | /disable             switch on (its failure streak starts over; with `resend`, what failed
+ *                                                         or was not sent since `since` is sent again) or off
+ *   POST /user/webhooks/:id/resend-failed                 send again every failed delivery of events since `since`
  *   POST /user/webhooks/:id/rotate                        a new secret, shown this once
  *   POST /user/webhooks/:id/test                          a webhook.test event to this endpoint only
  *   POST /user/webhooks/:id/delete                        delete (confirmed; without the page's script, a page asks)
  *   POST /user/webhooks/:id/deliveries/:delivery/resend   send a delivered or failed delivery again
  *
  * Another account's endpoint is "not found", whatever the request. Every form post carries the session's form token.
+ *
+ * Switched off, an endpoint keeps each event it wants in its log as failed, "not sent: the endpoint was switched off";
+ * switching it on offers to send those (and what failed before it went off) at once, checked by default: someone who
+ * switches an endpoint back on wants what it missed (docs/decisions/webhook-switch-on.md).
  */
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import type { Child } from "hono/jsx";
@@ -33,10 +39,13 @@ import {
   findEndpoint,
   listDeliveries,
   listEndpoints,
+  RESEND_MAX,
+  resendFailedSince,
   rotateSecret,
   updateEndpoint,
 } from "../services/webhooks.ts";
 import { resendDelivery, sendTestEvent } from "../webhooks/deliver.ts";
+import { parseDateTime } from "../http/time.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, type FormFields, readForm } from "./form.ts";
 import { FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
@@ -75,6 +84,8 @@ export interface WebhookBackend {
   deliveries(c: Context<SignedInEnv>, id: number, before?: number): Promise<{ deliveries: DeliveryView[]; older: number | null }>;
   /** Sends a delivered or failed delivery again (404 when there is none, or it is still pending). */
   resend(c: Context<SignedInEnv>, id: number, deliveryId: number): Promise<void>;
+  /** Sends again every failed delivery of events since `since` (400 while the endpoint is off); answers how many. */
+  resendFailed(c: Context<SignedInEnv>, id: number, since: Date): Promise<number>;
   remove(c: Context<SignedInEnv>, id: number): Promise<void>;
 }
 
@@ -88,6 +99,8 @@ export interface WebhookArea {
   max: number;
   /** "your account" or "the site", in sentences. */
   whose: string;
+  /** Who may open internal addresses to these endpoints, for the URL field's hint. */
+  internal: string;
   gate: MiddlewareHandler<SignedInEnv>;
   /** The page's frame. */
   frame: (props: { title: string; signedIn: SignedIn; children: Child }) => ReturnType<typeof Layout>;
@@ -96,7 +109,8 @@ export interface WebhookArea {
 const NOTICES: Record<string, string> = {
   saved: "Changes saved.",
   enabled: "Endpoint switched on; its failure streak starts over.",
-  disabled: "Endpoint switched off: no events are sent to it until it is switched on again.",
+  disabled:
+    "Endpoint switched off: no events are sent to it. Each one it would have received stays in the delivery log as not sent; switching it on offers to send them.",
   test: "A test event is on its way; it appears in the delivery log below.",
   resent: "The delivery is sent again; its row below shows the outcome.",
   deleted: "Endpoint deleted, with its delivery log.",
@@ -167,7 +181,7 @@ function EndpointFields({ area, form, prefix }: { area: WebhookArea; form: FormS
         <label for={id("url")}>URL</label>
         <input id={id("url")} name="url" type="url" required maxlength={2000} value={values.url} placeholder="https://example.com/hooks/images" {...described("url", `${id("url")}-hint`)} />
         <small id={`${id("url")}-hint`} class="hint">
-          http or https. Events are sent as POST requests with a JSON body; addresses inside private networks are refused unless the operator allows them.
+          http or https. Events are sent as POST requests with a JSON body; private and internal addresses are refused, {area.internal}.
         </small>
         <FieldError id={id("url")} error={errors.url} />
       </div>
@@ -341,6 +355,80 @@ function DeliveryLog({ area, endpoint, deliveries, before, older, signedIn }: { 
   );
 }
 
+/** A time as a datetime-local field holds it, in UTC: `YYYY-MM-DDTHH:MM`. */
+const utcField = (d: Date) => d.toISOString().slice(0, 16);
+
+/** Where "what it missed" begins: the failure streak that led to the switch-off, else the switch-off itself. */
+const missedSince = (e: EndpointView, now: Date) => e.failingSince ?? e.disabledAt ?? new Date(now.getTime() - 86_400_000);
+
+/** The `since` of a form: a datetime-local value read as UTC (or any date the API reads); null when there is none that reads. */
+function sinceOf(value: string): Date | null {
+  const v = value.trim();
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v)) return parseDateTime(`${v}Z`);
+  return v === "" ? null : parseDateTime(v);
+}
+
+const SINCE_REFUSAL = "Give the time to send from as YYYY-MM-DDTHH:MM, in UTC.";
+
+function resentNotice(done: string, n: string | undefined) {
+  const count = /^\d{1,6}$/.test(n ?? "") ? Number(n) : null;
+  if (count === null || (done !== "enabled-resent" && done !== "resent-failed")) return null;
+  const what = count === 1 ? "1 failed delivery is" : `${count} failed deliveries are`;
+  const more = count >= RESEND_MAX ? ` That is the most one request sends: send again for the rest.` : "";
+  return <Notice kind="success">{`${done === "enabled-resent" ? "Endpoint switched on; its failure streak starts over. " : ""}${count === 0 ? "There was no failed delivery to send again." : `${what} sent again; their rows below show the outcome.`}${more}`}</Notice>;
+}
+
+/** Switching on, with what it missed (checked by default): the deliveries that failed or were not sent since the streak or the switch-off. */
+function SwitchOn({ here, endpoint, signedIn }: { here: string; endpoint: EndpointView; signedIn: SignedIn }) {
+  const since = utcField(missedSince(endpoint, new Date()));
+  return (
+    <form method="post" action={`${here}/enable`} class="admin-form webhook-switch-on">
+      <FormToken signedIn={signedIn} />
+      <div class="checkbox">
+        <label for="resend-missed">
+          <input type="checkbox" id="resend-missed" name="resend" value="1" checked aria-describedby="resend-missed-hint" /> Also send what it missed
+        </label>
+        <small id="resend-missed-hint" class="hint">
+          The events that failed, or were not sent while it was off, since the time below (in UTC): each is sent again at once, with its own webhook-id.
+        </small>
+      </div>
+      <div class="field">
+        <label for="resend-missed-since">Since (UTC)</label>
+        <input id="resend-missed-since" name="since" type="datetime-local" value={since} step={60} />
+      </div>
+      <div class="admin-buttons">
+        <button type="submit" class="primary">
+          Switch on
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The delivery log's recovery: every failed delivery of events since a time, sent again. */
+function ResendFailed({ here, endpoint, signedIn }: { here: string; endpoint: EndpointView; signedIn: SignedIn }) {
+  const since = utcField(endpoint.failingSince ?? new Date(Date.now() - 86_400_000));
+  return (
+    <section class="card" aria-labelledby="resend-failed-title">
+      <h2 id="resend-failed-title">Send failed deliveries again</h2>
+      <form method="post" action={`${here}/resend-failed`} class="admin-form">
+        <FormToken signedIn={signedIn} />
+        <div class="field">
+          <label for="resend-failed-since">Every failed delivery of events since (UTC)</label>
+          <input id="resend-failed-since" name="since" type="datetime-local" value={since} step={60} required aria-describedby="resend-failed-hint" />
+          <small id="resend-failed-hint" class="hint">
+            Those not sent while the endpoint was off among them, oldest first, at most {RESEND_MAX} at a time; each keeps its webhook-id, so a receiver that
+            already has it can tell.
+          </small>
+        </div>
+        <div class="admin-buttons">
+          <button type="submit">Send them again</button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
 // ---- pages -----------------------------------------------------------------------------------------------------
 
 const emptyForm = (area: WebhookArea): FormState => ({ values: { url: "", description: "", events: area.events.filter((e) => e.startsWith("image.")) }, errors: {} });
@@ -421,6 +509,7 @@ async function renderEndpoint(
             <a href={area.base}>← All endpoints</a>
           </p>
           {done && NOTICES[done] && <Notice kind="success">{NOTICES[done]}</Notice>}
+          {done && resentNotice(done, c.req.query("n"))}
           {shown.secret && <SecretShown shown={shown.secret} area={area} />}
           <section class={`card webhook-state${endpoint.enabled ? (endpoint.failingSince ? " failing" : "") : " disabled"}`} aria-labelledby="state-title">
             <h2 id="state-title">Status</h2>
@@ -433,11 +522,14 @@ async function renderEndpoint(
             <p class="muted small">
               Created <UtcTime at={endpoint.createdAt} />.
             </p>
+            {!endpoint.enabled && <SwitchOn here={here} endpoint={endpoint} signedIn={signedIn} />}
             <div class="buttons webhook-actions">
-              <form method="post" action={`${here}/${endpoint.enabled ? "disable" : "enable"}`} class="inline">
-                <FormToken signedIn={signedIn} />
-                <button type="submit">{endpoint.enabled ? "Switch off" : "Switch on"}</button>
-              </form>
+              {endpoint.enabled && (
+                <form method="post" action={`${here}/disable`} class="inline">
+                  <FormToken signedIn={signedIn} />
+                  <button type="submit">Switch off</button>
+                </form>
+              )}
               <form method="post" action={`${here}/test`} class="inline">
                 <FormToken signedIn={signedIn} />
                 <button type="submit" disabled={!endpoint.enabled} aria-describedby={endpoint.enabled ? undefined : "test-hint"}>
@@ -476,6 +568,7 @@ async function renderEndpoint(
             </form>
           </section>
           <DeliveryLog area={area} endpoint={endpoint} deliveries={deliveries} before={before} older={older} signedIn={signedIn} />
+          {endpoint.enabled && <ResendFailed here={here} endpoint={endpoint} signedIn={signedIn} />}
         </>
       ),
     }),
@@ -555,13 +648,32 @@ export function registerWebhookPages(web: Hono<WebEnv>, area: WebhookArea) {
     return c.redirect(`${base}/${id}?done=saved`, 303);
   });
 
-  for (const [action, enabled] of [["enable", true], ["disable", false]] as const) {
-    web.post(`${path}/:id/${action}`, gate, async (c) => {
-      const id = endpointIdOf(c.req.param("id"));
-      await backend.update(c, id, { enabled });
-      return c.redirect(`${base}/${id}?done=${enabled ? "enabled" : "disabled"}`, 303);
-    });
-  }
+  web.post(`${path}/:id/disable`, gate, async (c) => {
+    const id = endpointIdOf(c.req.param("id"));
+    await backend.update(c, id, { enabled: false });
+    return c.redirect(`${base}/${id}?done=disabled`, 303);
+  });
+
+  // on again, and (checked by default) what it missed sent: switched on first, or the deliveries would fail again at once
+  web.post(`${path}/:id/enable`, gate, async (c) => {
+    const id = endpointIdOf(c.req.param("id"));
+    const form = await readForm(c);
+    const resend = formField(form, "resend") === "1";
+    const since = resend ? sinceOf(formField(form, "since")) : null;
+    if (resend && since === null) throw new AppError("bad_request", SINCE_REFUSAL);
+    await backend.update(c, id, { enabled: true });
+    if (since === null) return c.redirect(`${base}/${id}?done=enabled`, 303);
+    const n = await backend.resendFailed(c, id, since);
+    return c.redirect(`${base}/${id}?done=enabled-resent&n=${n}`, 303);
+  });
+
+  web.post(`${path}/:id/resend-failed`, gate, async (c) => {
+    const id = endpointIdOf(c.req.param("id"));
+    const since = sinceOf(formField(await readForm(c), "since"));
+    if (since === null) throw new AppError("bad_request", SINCE_REFUSAL);
+    const n = await backend.resendFailed(c, id, since);
+    return c.redirect(`${base}/${id}?done=resent-failed&n=${n}`, 303);
+  });
 
   web.post(`${path}/:id/rotate`, gate, async (c) => {
     const id = endpointIdOf(c.req.param("id"));
@@ -648,6 +760,7 @@ export function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope
       await findEndpoint(db, scope(c), id);
       if (!(await resendDelivery(db, id, deliveryId))) throw notFound(NO_SUCH_DELIVERY);
     },
+    resendFailed: (c, id, since) => resendFailedSince(c.get("deps"), scope(c), id, since),
     remove: (c, id) => deleteEndpoint(c.get("deps").db, scope(c), id),
   };
 }
@@ -659,6 +772,7 @@ export const userArea: WebhookArea = {
   events: USER_EVENTS,
   max: ENDPOINTS_PER_ACCOUNT,
   whose: "your images and API tokens",
+  internal: "unless an administrator opens the operator's internal hosts to your group",
   gate: requireSession,
   frame: ({ title, signedIn, children }) => (
     <Layout title={title} signedIn={signedIn} active="webhooks">

@@ -27,7 +27,18 @@ interface Range {
 /** The addresses a host name resolves to, in the order to try them. */
 export type Resolver = (hostname: string) => Promise<string[]>;
 
-export type Destination = { ok: true; address: string; family: 4 | 6 } | { ok: false; reason: string };
+/**
+ * A refusal carries two texts: `reason`, for the operator's log (it may name the addresses a host name resolved to),
+ * and `shown`, for the endpoint's owner (it never does: a user must not learn through us what an internal name
+ * resolves to).
+ */
+export type Destination = { ok: true; address: string; family: 4 | 6 } | { ok: false; reason: string; shown: string };
+
+/** What the owner of an endpoint is told of an address that is not public, whatever it is. */
+export const NOT_PUBLIC = "the address is private or internal; webhooks can only be sent to public addresses";
+
+/** No host beyond the public addresses: a user's endpoint whose group has no webhook_allow_internal. */
+export const PUBLIC_ONLY: AllowList = { hosts: new Set(), ranges: [] };
 
 const MAX_URL_LENGTH = 2048;
 
@@ -312,7 +323,7 @@ export function checkUrlSyntax(text: string): string | null {
  */
 export async function checkDestination(url: URL, allow: AllowList, resolve: Resolver = defaultResolver): Promise<Destination> {
   const problem = syntaxProblem(url);
-  if (problem) return { ok: false, reason: problem };
+  if (problem) return { ok: false, reason: problem, shown: problem };
   const host = normaliseHost(url.hostname);
   let addresses: string[];
   if (isIP(host) !== 0) addresses = [host];
@@ -321,18 +332,23 @@ export async function checkDestination(url: URL, allow: AllowList, resolve: Reso
       addresses = await resolve(host);
     } catch (e) {
       const code = (e as { code?: unknown }).code;
-      return { ok: false, reason: `cannot resolve ${host}${typeof code === "string" ? ` (${code})` : ""}` };
+      const reason = `cannot resolve ${host}${typeof code === "string" ? ` (${code})` : ""}`;
+      return { ok: false, reason, shown: reason };
     }
-    if (addresses.length === 0) return { ok: false, reason: `${host} resolves to no address` };
+    if (addresses.length === 0) return { ok: false, reason: `${host} resolves to no address`, shown: `${host} resolves to no address` };
   }
   for (const address of addresses) {
     const reason = forbiddenReason(address);
     if (reason !== null && !isAllowed(allow, host, address)) {
-      return { ok: false, reason: reason === "not an IP address" ? `${host} resolved to "${address}", not an IP address` : `${address} is ${article(reason)} ${reason} address` };
+      return {
+        ok: false,
+        reason: reason === "not an IP address" ? `${host} resolved to "${address}", not an IP address` : `${address} is ${article(reason)} ${reason} address`,
+        shown: reason === "not an IP address" ? `${host} did not resolve to an IP address` : NOT_PUBLIC,
+      };
     }
   }
   const address = addresses[0]!;
   const family = isIP(address.replace(/%.*$/, ""));
-  if (family !== 4 && family !== 6) return { ok: false, reason: `${host} resolved to "${address}", not an IP address` };
+  if (family !== 4 && family !== 6) return { ok: false, reason: `${host} resolved to "${address}", not an IP address`, shown: `${host} did not resolve to an IP address` };
   return { ok: true, address, family };
 }

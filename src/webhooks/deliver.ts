@@ -12,12 +12,16 @@
  *
  * Order: a delivery is not sent while an earlier event of the same subject (an image, a token, a user) is still
  * pending for the same endpoint; it waits for that one's outcome. Subjects are independent of each other.
+ *
+ * Fairness: a send never holds a queue worker, nor does a delivery waiting for a slot (Sends below;
+ * docs/decisions/webhook-fairness.md). A retry's delay runs from the failed attempt's end.
  */
 import { sql } from "drizzle-orm";
 import type { Deps } from "../deps.ts";
 import type { Executor } from "../db/client.ts";
 import { logFor } from "../observability/log.ts";
 import { sendWebhook, type SendResult } from "./send.ts";
+import { PUBLIC_ONLY } from "./address-guard.ts";
 import { DISABLE_AFTER_MS, RETRY_DELAYS_MS, webhookSettings } from "./settings.ts";
 import { signatureHeaders } from "./sign.ts";
 
@@ -63,6 +67,9 @@ export async function fanOut(deps: Pick<Deps, "db">, event: EventJob): Promise<n
 interface Attempted {
   id: number;
   endpoint_id: number;
+  owner_id: number | null;
+  /** The owner's group has webhook_allow_internal: WEBHOOK_ALLOW applies to this user endpoint too. */
+  allow_internal: boolean;
   message_id: string;
   seq: string;
   subject: string;
@@ -75,46 +82,130 @@ interface Attempted {
   failing_since: Date | string | null;
 }
 
-/** Deliveries being sent from this instance, per endpoint (the per-endpoint bound). */
-const inFlight = new Map<number, { n: number; waiting: (() => void)[] }>();
+/** Sends in flight from this instance at most, to one account's endpoints together (each endpoint: perEndpoint). */
+export const PER_ACCOUNT = 8;
+/** Sends in flight from this instance at most, to all users' endpoints together; site-wide ones are not counted. */
+export const USERS_IN_FLIGHT = 256;
+/** A lease outlives the attempt's deadline by this much before another worker takes the delivery again. */
+const LEASE_GRACE_MS = 15_000;
 
-async function slot(endpointId: number, max: number): Promise<() => void> {
-  let entry = inFlight.get(endpointId);
-  if (!entry) inFlight.set(endpointId, (entry = { n: 0, waiting: [] }));
-  const e = entry;
-  if (e.n >= max) await new Promise<void>((go) => e.waiting.push(go));
-  e.n++;
-  return () => {
-    e.n--;
-    const next = e.waiting.shift();
-    if (next) next();
-    else if (e.n === 0) inFlight.delete(endpointId);
-  };
+/**
+ * This instance's sends in flight (docs/decisions/webhook-fairness.md). A send does not hold a queue worker: the
+ * worker admits it, starts it and is free again, so a hanging receiver holds only its own slots. Admission is
+ * bounded per endpoint, per account, and for all users' endpoints together; site-wide endpoints are bounded per
+ * endpoint only, so no user's endpoint can delay them. A delivery that is not admitted is not waited for either:
+ * its job is put back (due when the slots it waits for must be free) and a released slot wakes it at once.
+ */
+class Sends {
+  readonly endpoints = new Map<number, number>();
+  readonly accounts = new Map<number, number>();
+  users = 0;
+  /** Deliveries being sent, so that one whose lease came due early is not sent twice at once from here. */
+  readonly deliveries = new Set<number>();
+  /** Deliveries put back for want of a slot, in arrival order. */
+  readonly waiting = new Map<number, { endpointId: number; ownerId: number | null }>();
+  readonly running = new Set<Promise<unknown>>();
+
+  admits(endpointId: number, ownerId: number | null, limits: { perEndpoint: number; perAccount: number; users: number }): boolean {
+    if ((this.endpoints.get(endpointId) ?? 0) >= limits.perEndpoint) return false;
+    if (ownerId === null) return true;
+    return (this.accounts.get(ownerId) ?? 0) < limits.perAccount && this.users < limits.users;
+  }
+
+  take(deliveryId: number, endpointId: number, ownerId: number | null) {
+    this.deliveries.add(deliveryId);
+    this.waiting.delete(deliveryId);
+    this.endpoints.set(endpointId, (this.endpoints.get(endpointId) ?? 0) + 1);
+    if (ownerId !== null) {
+      this.accounts.set(ownerId, (this.accounts.get(ownerId) ?? 0) + 1);
+      this.users++;
+    }
+  }
+
+  /** Frees the slots; answers the first waiting delivery the freed slots now admit, if any (to be woken). */
+  release(deliveryId: number, endpointId: number, ownerId: number | null, limits: Parameters<Sends["admits"]>[2]): number | null {
+    this.deliveries.delete(deliveryId);
+    const n = (this.endpoints.get(endpointId) ?? 1) - 1;
+    if (n > 0) this.endpoints.set(endpointId, n);
+    else this.endpoints.delete(endpointId);
+    if (ownerId !== null) {
+      const a = (this.accounts.get(ownerId) ?? 1) - 1;
+      if (a > 0) this.accounts.set(ownerId, a);
+      else this.accounts.delete(ownerId);
+      this.users--;
+    }
+    for (const [id, w] of this.waiting) {
+      if (this.admits(w.endpointId, w.ownerId, limits)) {
+        this.waiting.delete(id);
+        return id;
+      }
+    }
+    return null;
+  }
 }
 
-export type AttemptOutcome = "delivered" | "retry" | "failed" | "waiting" | "skipped";
+const sends = new Sends();
 
-/** The `webhook_deliver` task: one attempt of delivery `id`. */
-export async function attempt(deps: Deps, id: number): Promise<AttemptOutcome> {
+/** Waits for this instance's sends in flight to end and be recorded (the queue's stop; each is bounded by its timeout). */
+export async function drainSends(): Promise<void> {
+  while (sends.running.size > 0) await Promise.allSettled([...sends.running]);
+}
+
+/** Sends in flight from this instance (metrics, tests). */
+export const sendsInFlight = () => sends.deliveries.size;
+
+export type AttemptOutcome = "delivered" | "retry" | "failed" | "waiting" | "skipped" | "sending";
+
+/** The statement that puts delivery `id`'s job back, due in `ms` from the database's now. */
+const jobIn = (id: number, ms: number) =>
+  sql`select (graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', ${id}::bigint), run_at => now() + ${`${Math.max(0, Math.round(ms))} milliseconds`}::interval,
+      job_key => 'webhook-delivery:' || ${id}::text, max_attempts => 10)).id`;
+
+/**
+ * The `webhook_deliver` task: one attempt of delivery `id`. With `detach` (the queue's workers), the send goes on
+ * after the task has returned ("sending"): the delivery's job stays in the queue as a lease, due once the attempt's
+ * deadline has passed, so that a crash mid-send has it sent again; the attempt's record replaces or removes it.
+ * Without (tests, tools), the attempt's outcome is awaited.
+ */
+export async function attempt(deps: Deps, id: number, options: { detach?: boolean } = {}): Promise<AttemptOutcome> {
   const settings = webhookSettings(deps);
-  // the delivery, its endpoint, and when an earlier event of the same subject still pending there is due: one read
+  const timeoutMs = settings.timeoutMs ?? 10_000;
+  const limits = { perEndpoint: settings.perEndpoint ?? 4, perAccount: settings.perAccount ?? PER_ACCOUNT, users: settings.usersInFlight ?? USERS_IN_FLIGHT };
+  const leaseMs = timeoutMs + LEASE_GRACE_MS;
+  if (sends.deliveries.has(id)) {
+    // already being sent from here (its lease came due while the attempt's record was slow): look again later
+    await deps.db.execute(jobIn(id, leaseMs));
+    return "waiting";
+  }
+  // the delivery, its endpoint and owner's grant, and when an earlier event of the same subject still pending there
+  // is due: one read, which also takes the lease of a delivery about to be sent
   const [row] = rowsOf<Attempted & { earlier: boolean; earlier_at: Date | string | null }>(
     await deps.db.execute(sql`
-      select d.id, d.endpoint_id, d.message_id, d.seq::text as seq, d.subject, d.body, d.status, d.attempts,
-             e.url, e.secret_sealed, e.enabled, e.failing_since, earlier.id is not null as earlier, earlier.next_attempt_at as earlier_at
-      from webhook_deliveries d
-      join webhook_endpoints e on e.id = d.endpoint_id
-      left join lateral (
-        select p.id, p.next_attempt_at from webhook_deliveries p
-        where p.endpoint_id = d.endpoint_id and p.subject = d.subject and p.status = 'pending' and p.seq < d.seq
-        order by p.seq limit 1
-      ) earlier on true
-      where d.id = ${id}`),
+      with target as (
+        select d.id, d.endpoint_id, e.owner_id, coalesce(g.webhook_allow_internal, false) as allow_internal, d.message_id, d.seq::text as seq,
+               d.subject, d.body, d.status, d.attempts, e.url, e.secret_sealed, e.enabled, e.failing_since,
+               earlier.id is not null as earlier, earlier.next_attempt_at as earlier_at
+        from webhook_deliveries d
+        join webhook_endpoints e on e.id = d.endpoint_id
+        left join users u on u.id = e.owner_id
+        left join groups g on g.id = u.group_id
+        left join lateral (
+          select p.id, p.next_attempt_at from webhook_deliveries p
+          where p.endpoint_id = d.endpoint_id and p.subject = d.subject and p.status = 'pending' and p.seq < d.seq
+          order by p.seq limit 1
+        ) earlier on true
+        where d.id = ${id}
+      ), lease as (
+        select (graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', d.id), run_at => now() + ${`${leaseMs} milliseconds`}::interval,
+          job_key => 'webhook-delivery:' || d.id::text, max_attempts => 10)).id
+        from target d where ${options.detach === true}::boolean and d.status = 'pending' and d.enabled and not d.earlier
+      )
+      select target.*, (select count(*) from lease)::int as leased from target`),
   );
   if (!row || row.status !== "pending") return "skipped";
   if (!row.enabled) {
     await deps.db.execute(sql`update webhook_deliveries set status = 'failed', next_attempt_at = null,
-      last_error = 'not sent: the endpoint is disabled' where id = ${id} and status = 'pending'`);
+      last_error = 'not sent: the endpoint was switched off' where id = ${id} and status = 'pending'`);
     return "failed";
   }
   if (row.earlier) {
@@ -124,27 +215,52 @@ export async function attempt(deps: Deps, id: number): Promise<AttemptOutcome> {
     await deps.db.execute(sql`select (${deliverJob(sql`${id}::bigint`, runAt)}).id`);
     return "waiting";
   }
-  const release = await slot(row.endpoint_id, settings.perEndpoint ?? 4);
-  let result: SendResult;
-  const at = deps.clock();
-  try {
-    let secret: string;
-    try {
-      secret = settings.box.open(row.secret_sealed);
-    } catch (e) {
-      throw new Error(`webhook endpoint ${row.endpoint_id}: ${(e as Error).message}`); // left for an instance that can open it
-    }
-    result = await sendWebhook({
-      url: row.url,
-      headers: signatureHeaders(secret, row.message_id, at, row.body),
-      body: row.body,
-      allow: settings.allow,
-      resolve: settings.resolve,
-      timeoutMs: settings.timeoutMs ?? 10_000,
-    });
-  } finally {
-    release();
+  if (!sends.admits(row.endpoint_id, row.owner_id, limits)) {
+    // no worker waits for a slot: the job goes back, due when every send holding one has met its deadline, and
+    // the first slot freed here wakes it sooner
+    sends.waiting.set(id, { endpointId: row.endpoint_id, ownerId: row.owner_id });
+    await deps.db.execute(jobIn(id, timeoutMs + 1_000));
+    return "waiting";
   }
+  sends.take(id, row.endpoint_id, row.owner_id);
+  const sending = (async () => {
+    try {
+      return await send(deps, row, settings, timeoutMs);
+    } finally {
+      const wake = sends.release(id, row.endpoint_id, row.owner_id, limits);
+      if (wake !== null) {
+        await deps.db.execute(jobIn(wake, 0)).catch((e) => logFor(deps).error({ err: e, delivery_id: wake }, "webhooks: could not wake a waiting delivery"));
+      }
+    }
+  })();
+  if (!options.detach) return sending;
+  const tracked = sending.catch((e) => {
+    // its lease sends it again once due
+    logFor(deps).error({ err: e, delivery_id: id }, `webhook delivery ${id}: the attempt could not be completed`);
+  });
+  sends.running.add(tracked);
+  void tracked.finally(() => sends.running.delete(tracked));
+  return "sending";
+}
+
+/** The attempt itself: the signed POST, then its record. */
+async function send(deps: Deps, row: Attempted, settings: ReturnType<typeof webhookSettings>, timeoutMs: number): Promise<AttemptOutcome> {
+  const at = deps.clock();
+  let secret: string;
+  try {
+    secret = settings.box.open(row.secret_sealed);
+  } catch (e) {
+    throw new Error(`webhook endpoint ${row.endpoint_id}: ${(e as Error).message}`); // left for an instance that can open it
+  }
+  const result = await sendWebhook({
+    url: row.url,
+    headers: signatureHeaders(secret, row.message_id, at, row.body),
+    body: row.body,
+    // WEBHOOK_ALLOW opens internal hosts to site-wide endpoints, and to a user's only by the group's grant
+    allow: row.owner_id === null || row.allow_internal ? settings.allow : PUBLIC_ONLY,
+    resolve: settings.resolve,
+    timeoutMs,
+  });
   return record(deps, row, at, result);
 }
 
@@ -159,12 +275,19 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
   const code = result.kind === "answered" ? result.status : null;
   const ms = Math.round(result.ms);
   const ok = code !== null && code >= 200 && code < 300;
+  // a user endpoint's log shows the status, the latency and the attempts, never what the receiver answered (a body,
+  // a redirect's target) nor what a name resolved to: with WEBHOOK_ALLOW granted, or a name that points inside, the
+  // log would read internal services back to the user. The site-wide log (the operator's) keeps the answer's first
+  // 200 characters. docs/decisions/webhook-owner-scope.md
+  const own = row.owner_id !== null;
   const error =
     result.kind === "answered"
       ? ok
         ? null
-        : `answered ${code}${result.location ? ` (redirect to ${result.location.slice(0, 200)}, not followed)` : ""}${result.body ? `: ${result.body.slice(0, 200)}` : ""}`
-      : `${result.kind === "refused" ? "refused" : "failed"}: ${result.reason}`;
+        : own
+          ? `answered ${code}${result.location !== undefined ? " (a redirect, not followed)" : ""}`
+          : `answered ${code}${result.location ? ` (redirect to ${result.location.slice(0, 200)}, not followed)` : ""}${result.body ? `: ${result.body.slice(0, 200)}` : ""}`
+      : `${result.kind === "refused" ? "refused" : "failed"}: ${own ? (result.shown ?? result.reason) : result.reason}`;
   if (result.kind === "refused") log.warn({ endpoint_id: row.endpoint_id, delivery_id: row.id, reason: result.reason }, `webhook refused: ${result.reason}`);
   const delays = settings.retryDelaysMs ?? RETRY_DELAYS_MS;
   const failingSince = row.failing_since ? new Date(row.failing_since) : at;
@@ -179,7 +302,8 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
     outcome = "failed";
     disable = `failing since ${failingSince.toISOString()}`;
   } else outcome = attempts > delays.length ? "failed" : "retry";
-  const next = outcome === "retry" ? new Date(at.getTime() + delays[attempts - 1]!) : null;
+  // the delay runs from the failure, not from the attempt's start: a timeout does not eat into it
+  const next = outcome === "retry" ? new Date(deps.clock().getTime() + delays[attempts - 1]!) : null;
   const atText = at.toISOString();
   const endpointChange = ok
     ? sql`update webhook_endpoints set failing_since = null where id = ${row.endpoint_id} and failing_since is not null returning id`
@@ -204,6 +328,7 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
       returning id
     ), endpoint as (${endpointChange}),
     retry as (select (${deliverJob(sql`${row.id}::bigint`, next)}).id where ${next !== null}),
+    settled as (select (graphile_worker.remove_job('webhook-delivery:' || ${row.id}::text)).id where ${next === null}::boolean),
     woken as (
       select (${deliverJob(sql`n.id`)}).id from (
         select id from webhook_deliveries
@@ -211,9 +336,15 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
         order by seq limit 1
       ) n
     )
-    select (select count(*) from lazy) as lazy, (select count(*) from recorded) as recorded, (select count(*) from retry) as retried, (select count(*) from woken) as woken`);
+    select (select count(*) from lazy) as lazy, (select count(*) from recorded) as recorded, (select count(*) from retry) as retried,
+      (select count(*) from settled) as settled, (select count(*) from woken) as woken`);
   if (disable) log.warn({ endpoint_id: row.endpoint_id, reason: disable }, `webhook endpoint ${row.endpoint_id} disabled: ${disable}`);
-  else if (!ok) log.info({ endpoint_id: row.endpoint_id, delivery_id: row.id, attempts, error }, `webhook delivery ${row.id} not delivered (${outcome})`);
+  else if (!ok) {
+    log.info(
+      { endpoint_id: row.endpoint_id, delivery_id: row.id, attempts, error, ...(result.kind !== "answered" ? { reason: result.reason } : {}) },
+      `webhook delivery ${row.id} not delivered (${outcome})`,
+    );
+  }
   return outcome;
 }
 
@@ -227,6 +358,27 @@ export async function resendDelivery(db: Executor, endpointId: number, deliveryI
     )
     select (${deliverJob(sql`again.id`)}).id from again`);
   return rowsOf(result).length > 0;
+}
+
+/**
+ * Sends again the endpoint's failed deliveries of events since `since` (created then or later), oldest first, at most
+ * `limit`: each becomes pending and gets its job, due at once (the subject's order is kept by attempt). Answers how
+ * many.
+ */
+export async function resendFailed(db: Executor, endpointId: number, since: Date, limit: number): Promise<number> {
+  const result = await db.execute(sql`
+    with again as (
+      update webhook_deliveries set status = 'pending', next_attempt_at = now()
+      where id in (
+        select id from webhook_deliveries
+        where endpoint_id = ${endpointId} and status = 'failed' and created_at >= ${since.toISOString()}::timestamptz
+        order by id limit ${limit}
+        for update skip locked
+      ) and status = 'failed'
+      returning id
+    )
+    select (${deliverJob(sql`again.id`)}).id from again`);
+  return rowsOf(result).length;
 }
 
 /** A `webhook.test` event for one endpoint only (its page's "Send a test event"). */

@@ -19,7 +19,7 @@ import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile
 import type { Deps } from "../deps.ts";
 import type { Connection } from "../db/client.ts";
 import { defaultLogger, logFor, withLogger, type Logger as PinoLogger } from "../observability/log.ts";
-import { attempt, DELIVER_JOB, type EventJob, fanOut, rowsOf } from "./deliver.ts";
+import { attempt, DELIVER_JOB, drainSends, type EventJob, fanOut, rowsOf } from "./deliver.ts";
 import { EVENT_JOB } from "./events.ts";
 
 export function pgPool(connection: Connection, max: number): pg.Pool {
@@ -111,7 +111,7 @@ async function requeueOverdue(deps: Deps) {
 }
 
 export interface QueueOptions {
-  /** Jobs run at once by this instance (deliveries in flight, all endpoints). */
+  /** Jobs run at once by this instance. A job admits and starts a send, then ends: sends in flight are bounded by deliver.ts, not by this. */
   concurrency: number;
   /** Connections of the queue's own pool. */
   poolSize?: number;
@@ -129,7 +129,8 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
       await withLogger(log, () => fanOut(deps, payload as EventJob));
     },
     [DELIVER_JOB]: async (payload) => {
-      await withLogger(log, () => attempt(deps, Number((payload as { id: number }).id)));
+      // the send goes on after the job: a worker never waits on a receiver (deliver.ts, Sends)
+      await withLogger(log, () => attempt(deps, Number((payload as { id: number }).id), { detach: true }));
     },
   };
   const instance = `${hostname()}:${process.pid}`;
@@ -168,6 +169,7 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
       await beating;
       const ids = [...workerIds];
       await runner.stop();
+      await drainSends(); // sends in flight end (each within its timeout) and are recorded
       await pool.end();
       if (ids.length) await deps.db.execute(sql`delete from job_workers where worker_id = any(${`{${ids.join(",")}}`}::text[])`).catch(() => {});
     },

@@ -16,8 +16,8 @@ import { checkDestination, sameAddress, type AllowList, type Resolver } from "./
 
 export type SendResult =
   | { kind: "answered"; status: number; ms: number; body: string; truncated: boolean; location?: string }
-  | { kind: "refused"; reason: string; ms: number }
-  | { kind: "failed"; reason: string; ms: number };
+  | { kind: "refused"; reason: string; ms: number; shown: string }
+  | { kind: "failed"; reason: string; ms: number; shown?: string };
 
 export interface SendRequest {
   url: string;
@@ -63,7 +63,7 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
   try {
     url = new URL(req.url);
   } catch {
-    return { kind: "refused", reason: "not a valid URL", ms: elapsed() };
+    return { kind: "refused", reason: "not a valid URL", shown: "not a valid URL", ms: elapsed() };
   }
 
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -78,7 +78,7 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
   try {
     const checked = await Promise.race([checkDestination(url, req.allow, req.resolve), deadline]);
     if (checked === "timeout") return { kind: "failed", reason: timedOut, ms: elapsed() };
-    if (!checked.ok) return { kind: "refused", reason: checked.reason, ms: elapsed() };
+    if (!checked.ok) return { kind: "refused", reason: checked.reason, shown: checked.shown, ms: elapsed() };
     const { address, family } = checked;
 
     const headers: Record<string, string> = {};
@@ -125,7 +125,7 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
           response = res;
           const remote = res.socket?.remoteAddress;
           if (remote && !sameAddress(remote, address)) {
-            finish({ kind: "failed", reason: `connected to ${remote}, not to the checked ${address}`, ms: elapsed() });
+            finish({ kind: "failed", reason: `connected to ${remote}, not to the checked ${address}`, shown: "connected to another address than the one checked", ms: elapsed() });
             return;
           }
           const status = res.statusCode ?? 0;

@@ -11,7 +11,10 @@ export const DISABLE_AFTER_MS = 24 * 3_600_000;
 
 export interface WebhookSettings {
   box: SecretBox;
-  /** WEBHOOK_ALLOW: hosts and ranges a webhook may reach although they are loopback, private or link-local. */
+  /**
+   * WEBHOOK_ALLOW: hosts and ranges a webhook may reach although they are loopback, private or link-local. Site-wide
+   * endpoints only, and a user's own endpoints where the user's group has webhook_allow_internal.
+   */
   allow: AllowList;
   /** Delays before the 2nd, 3rd… attempt (default RETRY_DELAYS_MS). */
   retryDelaysMs?: number[];
@@ -21,6 +24,10 @@ export interface WebhookSettings {
   timeoutMs?: number;
   /** Deliveries at once to one endpoint from this instance (default 4). */
   perEndpoint?: number;
+  /** Deliveries at once to one account's endpoints together from this instance (default deliver.ts PER_ACCOUNT). */
+  perAccount?: number;
+  /** Deliveries at once to all users' endpoints together from this instance (default deliver.ts USERS_IN_FLIGHT); site-wide ones apart. */
+  usersInFlight?: number;
   /** Tests: DNS answers. */
   resolve?: Resolver;
 }

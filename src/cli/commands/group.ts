@@ -35,6 +35,7 @@ const GROUP_FIELDS = {
   max_width: "nullable_int",
   max_height: "nullable_int",
   jpeg_max_quality: "nullable_int",
+  webhook_allow_internal: "bool",
   strategy_ids: "int_list",
 } satisfies Record<keyof GroupInput, FieldType>;
 
@@ -53,7 +54,7 @@ export const groupCommands: CommandGroup = {
             data.groups.map((g) => [
               cell(g.id),
               g.name,
-              [g.enabled ? "enabled" : "disabled", g.is_default && "default", g.is_guest && "guest", g.allow_api ? "api" : "no-api"]
+              [g.enabled ? "enabled" : "disabled", g.is_default && "default", g.is_guest && "guest", g.allow_api ? "api" : "no-api", g.webhook_allow_internal && "webhooks-internal"]
                 .filter(Boolean)
                 .join(","),
               cell(g.max_file_size_kb),
@@ -86,6 +87,7 @@ export const groupCommands: CommandGroup = {
           "            processing on upload: --convert-format webp|avif|jpeg|null, --convert-quality 1-100,",
           "            --max-width, --max-height (integer or null: downscale anything larger),",
           "            --jpeg-max-quality 1-100|null (re-encode JPEGs above that quality);",
+          "            --webhook-allow-internal true|false (members' own webhooks may reach WEBHOOK_ALLOW's hosts);",
           "            --name <name>",
         ],
       },

@@ -178,6 +178,20 @@ export const webhookCommands: CommandGroup = {
         });
       },
     }),
+    "resend-failed": command({
+      usage: "<id> --since <time>",
+      summary: "Send again every failed delivery of events since a time (those not sent while it was off among them); the endpoint must be on",
+      notes: ["    --since: ISO 8601 with an offset, or \"YYYY-MM-DD HH:MM[:SS]\" in the server's time zone"],
+      args: ["id"],
+      options: ["since"],
+      async run(inv) {
+        const { args, api, out } = inv;
+        const id = parseEndpointId(args.id);
+        const since = requireOption(inv, "since", "<time>");
+        const data = await payload(api().POST("/api/admin/webhooks/{id}/resend-failed", { params: { path: { id } }, body: { since } }));
+        out.result(data, () => out.line(`${data.queued} failed deliveries of webhook endpoint ${id} will be sent again.`));
+      },
+    }),
     resend: command({
       usage: "<id> <delivery-id>",
       summary: "Send a delivered or failed delivery again, at once",

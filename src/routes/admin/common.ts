@@ -137,6 +137,15 @@ const processing = {
   }),
 };
 
+/** The group's webhook grant (services/webhooks.ts allowListFor; docs/decisions/webhook-owner-scope.md). */
+const webhookAllowInternal = z.boolean().openapi({
+  description:
+    "Lets the members' own webhook endpoints reach the internal hosts and ranges the operator lists in WEBHOOK_ALLOW (which otherwise open to " +
+    "site-wide endpoints only). Off by default: a member's endpoint must resolve to public addresses only. Checked when an endpoint is saved " +
+    "and again at every delivery, so switching it off stops such deliveries at once.",
+  example: false,
+});
+
 /** Limits are stored as PostgreSQL `integer`. */
 const nullableLimit = z.number().int().min(1).max(INT4_MAX).nullable();
 
@@ -163,6 +172,7 @@ export const GroupInput = z
     review_fail_open: z.boolean().openapi({ description: "Accept the image when the review webhook fails or times out" }),
     metadata: metadataPolicy,
     ...processing,
+    webhook_allow_internal: webhookAllowInternal,
     strategy_ids: z
       .array(z.number().int().positive().max(INT4_MAX))
       .max(GROUP_STRATEGIES_MAX, `A group lists at most ${GROUP_STRATEGIES_MAX} strategies`)
@@ -196,6 +206,7 @@ export const Group = z
     review_fail_open: z.boolean(),
     metadata: metadataPolicy,
     ...processing,
+    webhook_allow_internal: webhookAllowInternal,
     strategy_ids: z.array(z.number().int()),
   })
   .openapi("Group");

@@ -6,7 +6,7 @@ import { notFound } from "../../errors.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { dateTime, EmptyResponse, envelope } from "../../http/schemas.ts";
-import { formatDateTime } from "../../http/time.ts";
+import { formatDateTime, parseDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX, intField } from "../../http/validation.ts";
 import {
@@ -24,6 +24,8 @@ import {
   findEndpoint,
   listDeliveries,
   listEndpoints,
+  RESEND_MAX,
+  resendFailedSince,
   rotateSecret,
   SITE_ENDPOINTS_MAX,
   updateEndpoint,
@@ -51,13 +53,20 @@ const DELIVERY_TEXT =
   "`webhook-signature` (`v1,<base64 HMAC-SHA256 of \"<webhook-id>.<webhook-timestamp>.<body>\">`, keyed with the base64 part of the `whsec_` secret; " +
   "any Standard Webhooks library verifies it). An answer 2xx within 10 s is delivered; anything else (another status, a redirect, which is not followed, " +
   "a timeout, a refused connection) is retried: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (8 attempts over about 27.5 hours). " +
+  "A retry's delay is counted from the end of the failed attempt (a timeout does not shorten it). " +
   "An endpoint whose attempts have all failed for a day is disabled, and so is one that answers 410 Gone (`disabled_reason` says why; enabling it again " +
-  "starts over). Delivery is at least once; the events of one subject (an image, a token, a user) reach an endpoint in order.";
+  "starts over). While an endpoint is switched off, each event it wants is kept in its delivery log as `failed` (`not sent: the endpoint was switched off`); " +
+  "switching it on sends nothing from the past by itself: `POST /api/admin/webhooks/{id}/resend-failed` sends the failed deliveries since a time. " +
+  "Delivery is at least once; the events of one subject (an image, a token, a user) reach an endpoint in order. A slow or hanging endpoint never " +
+  "delays the others: each instance bounds the sends in flight per endpoint, per account and for all users' endpoints together, and site-wide " +
+  "endpoints are not counted with users' ones.";
 
 const URL_TEXT =
   "The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, " +
-  "private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 naming the reason, unless the operator " +
-  "allows them with WEBHOOK_ALLOW. The same check runs again at every delivery, after DNS, and the connection goes to the address checked.";
+  "private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 (\"This address is private or internal; " +
+  "webhooks can only be sent to public addresses.\", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. " +
+  "WEBHOOK_ALLOW opens to site-wide endpoints, and to a user's own endpoints only where the user's group has `webhook_allow_internal`. " +
+  "The same check runs again at every delivery, after DNS, and the connection goes to the address checked.";
 
 const event = z.enum(EVENT_TYPES).openapi({ example: "image.uploaded" });
 
@@ -95,7 +104,12 @@ const WebhookDelivery = z
     attempts: z.number().int().openapi({ description: "Attempts made so far", example: 1 }),
     last_status_code: z.number().int().nullable().openapi({ description: "The status of the last answer; null when there was none", example: 200 }),
     last_latency_ms: z.number().int().nullable().openapi({ example: 84 }),
-    last_error: z.string().nullable().openapi({ description: "What went wrong in the last attempt; null when it was delivered or not attempted yet", example: null }),
+    last_error: z.string().nullable().openapi({
+      description:
+        "What went wrong in the last attempt; null when it was delivered or not attempted yet. For a site-wide endpoint it may quote the answer's first " +
+        "200 characters and a redirect's target; a user's endpoint's log never holds what its receiver answered (`answered 500`), nor any address its host resolved to.",
+      example: null,
+    }),
     last_attempt_at: dateTime.nullable(),
     next_attempt_at: dateTime.nullable().openapi({ description: "When it will be attempted (again); null when it is not pending" }),
     delivered_at: dateTime.nullable(),
@@ -120,6 +134,26 @@ const UpdateWebhookInput = z
   })
   .partial()
   .openapi("UpdateWebhookInput");
+
+const ResendFailedInput = z
+  .object({
+    since: z
+      .string()
+      .transform((v, ctx) => {
+        const d = parseDateTime(v);
+        if (!d) {
+          ctx.addIssue({ code: "custom", message: "use ISO 8601 with an offset, or YYYY-MM-DD HH:MM:SS" });
+          return z.NEVER;
+        }
+        return d;
+      })
+      .openapi({
+        type: "string",
+        description: "The failed deliveries of events since this time: ISO 8601 with an offset, or `YYYY-MM-DD HH:MM[:SS]` in the server's time zone",
+        example: "2026-11-22 10:30:00",
+      }),
+  })
+  .openapi("ResendFailedWebhookDeliveriesInput");
 
 const EndpointResponse = envelope(WebhookEndpoint, "WebhookEndpointResponse");
 const EndpointSecretResponse = envelope(WebhookEndpointWithSecret, "WebhookEndpointSecretResponse");
@@ -227,7 +261,9 @@ export function register(app: OpenAPIHono<AppEnv>) {
       description:
         `Changes the fields given. A new URL is checked as when the endpoint was made (${URL_TEXT}) \`enabled: true\` switches on an endpoint ` +
         "disabled by hand or by its failures and clears `disabled_reason`, `disabled_at` and `failing_since`; `enabled: false` switches it off " +
-        "(deliveries under way end as failed, new events are not sent to it). The secret does not change.",
+        "(deliveries under way end as failed, new events are not sent to it but kept in its log as failed, `not sent: the endpoint was switched off`). " +
+        "Switching it on sends nothing from the past by itself: to send what it missed, follow with `POST /api/admin/webhooks/{id}/resend-failed` " +
+        "and `since` its former `failing_since` (or `disabled_at`). The secret does not change.",
       request: { params: idParam, body: jsonBody(UpdateWebhookInput) },
       responses: { ...okResponse(EndpointResponse, "The endpoint"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
@@ -357,6 +393,31 @@ export function register(app: OpenAPIHono<AppEnv>) {
       if (delivery.status === "pending") throw pending();
       if (!(await resendDelivery(db, endpoint.id, delivery_id))) throw pending(); // made pending by another request just now
       return respond(c, null);
+    },
+  );
+  app.openapi(
+    adminRoute({
+      method: "post",
+      path: "/api/admin/webhooks/{id}/resend-failed",
+      operationId: "adminResendFailedWebhookDeliveries",
+      summary: "Send again a site-wide webhook endpoint's failed deliveries since a time",
+      description:
+        `Every failed delivery of an event since \`since\` (its \`created_at\` at or after it), oldest first, at most ${RESEND_MAX} a call, becomes ` +
+        "pending and is attempted at once, with the same body and `webhook-id`, in order per subject; the events not sent while the endpoint was switched " +
+        "off are among them. A delivery that had used up its retries fails again at its next failure. `queued` says how many; when it is " +
+        `${RESEND_MAX}, call again for the rest. 400 when the endpoint is switched off: switch it on first (\`PATCH\` \`enabled: true\`).`,
+      request: { params: idParam, body: jsonBody(ResendFailedInput) },
+      responses: {
+        ...okResponse(
+          envelope(z.object({ queued: z.number().int().openapi({ description: "Deliveries made pending again", example: 12 }) }), "WebhookResendFailedResponse"),
+          "How many were queued",
+        ),
+        ...errorResponses(400, 401, 404, 415, 422, 500),
+      },
+    }),
+    async (c) => {
+      const queued = await resendFailedSince(c.get("deps"), SITE, c.req.valid("param").id, c.req.valid("json").since);
+      return respond(c, { queued });
     },
   );
 }

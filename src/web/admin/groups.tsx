@@ -185,7 +185,7 @@ const NULLABLE = [
 ] as const;
 /** The numbers every group has. */
 const NUMBERS = ["max_file_size_kb", "max_pixels", "default_capacity_kb", "convert_quality", "review_timeout_ms"] as const;
-const FLAGS = ["enabled", "allow_api", "is_default", "review_fail_open"] as const;
+const FLAGS = ["enabled", "allow_api", "is_default", "review_fail_open", "webhook_allow_internal"] as const;
 /** Every field the form shows an error for. */
 const FIELDS = [
   "name",
@@ -233,6 +233,7 @@ function valuesOf(g: GroupWithStrategies): Record<string, string> {
     allow_api: g.allowApi ? "1" : "",
     is_default: g.isDefault ? "1" : "",
     review_fail_open: g.reviewFailOpen ? "1" : "",
+    webhook_allow_internal: g.webhookAllowInternal ? "1" : "",
     max_file_size_kb: text(g.maxFileSizeKb),
     max_pixels: text(g.maxPixels),
     default_capacity_kb: text(g.defaultCapacityKb),
@@ -527,6 +528,17 @@ function GroupForm({ c, group, strategies, shown }: { c: Context<SignedInEnv>; g
         <Checkbox name="review_fail_open" label="Accept the image when the webhook fails or times out" shown={shown} idPrefix={p} />
       </fieldset>
 
+      <fieldset class="admin-fieldset">
+        <legend>Webhooks</legend>
+        <Checkbox
+          name="webhook_allow_internal"
+          label="Members' webhooks may reach the internal hosts of WEBHOOK_ALLOW"
+          shown={shown}
+          idPrefix={p}
+          hint="Off: a member's own endpoint must be at a public address, whatever WEBHOOK_ALLOW lists (it opens to site-wide endpoints). On: only for members you trust with your internal network; checked again at every delivery."
+        />
+      </fieldset>
+
       <div class="buttons admin-buttons">
         <button type="submit" class="primary">
           {group ? "Save the group" : "Create the group"}
@@ -612,6 +624,7 @@ async function renderList(c: Context<SignedInEnv>) {
                   {g.isDefault && <span class="badge">default</span>}
                   {!g.enabled && <span class="badge">disabled</span>}
                   {g.enabled && !g.allowApi && <span class="badge">no API</span>}
+                  {g.webhookAllowInternal && <span class="badge">internal webhooks</span>}
                 </td>
                 <td data-label="Users">{g.isGuest ? "—" : (memberCount.get(g.id) ?? 0)}</td>
                 <td data-label="Largest file">{humanBytes(g.maxFileSizeKb * 1024)}</td>

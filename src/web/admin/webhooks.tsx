@@ -120,6 +120,7 @@ export const apiBackend: WebhookBackend = {
   resend: async (c, id, deliveryId) => {
     await call(c, "POST", `${API}/${id}/deliveries/${deliveryId}/resend`);
   },
+  resendFailed: async (c, id, since) => (await call<{ queued: number }>(c, "POST", `${API}/${id}/resend-failed`, { since: since.toISOString() })).queued,
   remove: async (c, id) => {
     await call(c, "DELETE", `${API}/${id}`);
   },
@@ -131,6 +132,7 @@ export const adminArea: WebhookArea = {
   events: [...EVENT_TYPES],
   max: SITE_ENDPOINTS_MAX,
   whose: "every account (images, tokens, accounts disabled)",
+  internal: "unless the operator lists them in WEBHOOK_ALLOW",
   gate: requireAdminSession,
   frame: ({ title, signedIn, children }) => (
     <AdminLayout title={title === "Webhooks" ? "Site-wide webhooks" : title} signedIn={signedIn} section="webhooks">
