@@ -153,6 +153,56 @@ describe("accounts", () => {
     expect((await v.get("/user/password/not-a-real-link-at-all-000000")).status).toBe(404);
   });
 
+  test("a password link dies with the account's other ways in: any password change, another link used, sign-out everywhere, disabling", async () => {
+    const name = uniqueName();
+    const user = await ctx.createUser({ username: name, email: `${name}@example.com`, password: PASSWORD });
+    const linkPath = async () => new URL((await ctx.admin("POST", `/api/admin/users/${user.id}/password-link`)).url).pathname;
+    const alive = async (path: string) => (await new Visitor().get(path)).status === 200;
+    const use = (path: string, password: string) => new Visitor().post(path, { password, again: password }, { formToken: null });
+
+    // the administrator sets a password
+    let path = await linkPath();
+    expect(await alive(path)).toBe(true);
+    await ctx.admin("PATCH", `/api/admin/users/${user.id}`, { password: "set by the admin 1" });
+    expect(await alive(path)).toBe(false);
+    expect((await use(path, "through a dead link")).status).toBe(404);
+
+    // the account changes its own password from a session
+    path = await linkPath();
+    const owner = new Visitor();
+    expect((await owner.signIn(name, "set by the admin 1")).status).toBe(303);
+    const changed = await owner.post("/user/account/password", { current_password: "set by the admin 1", new_password: "changed by the owner", new_password_again: "changed by the owner" });
+    expect(changed.status).toBe(200);
+    expect(await alive(path)).toBe(false);
+
+    // another link of the same account is used
+    const first = await linkPath();
+    const second = await linkPath();
+    expect((await use(second, "through the second link")).status).toBe(200);
+    expect(await alive(first)).toBe(false);
+    expect((await use(first, "through the first link")).status).toBe(404);
+    expect((await new Visitor().signIn(name, "through the second link")).status).toBe(303);
+
+    // sign out everywhere: the administrator's, and the account's own "sign out other sessions"
+    path = await linkPath();
+    await ctx.admin("POST", `/api/admin/users/${user.id}/sign-out`);
+    expect(await alive(path)).toBe(false);
+    path = await linkPath();
+    const self = new Visitor();
+    expect((await self.signIn(name, "through the second link")).status).toBe(303);
+    expect((await self.post("/user/account/sessions/end-others")).status).toBe(303);
+    expect(await alive(path)).toBe(false);
+
+    // disabled, then enabled again: the link made before stays dead
+    path = await linkPath();
+    await ctx.admin("PATCH", `/api/admin/users/${user.id}`, { enabled: false });
+    expect(await alive(path)).toBe(false);
+    await ctx.admin("PATCH", `/api/admin/users/${user.id}`, { enabled: true });
+    expect(await alive(path)).toBe(false);
+    expect((await use(path, "after re-enabling")).status).toBe(404);
+    expect((await new Visitor().signIn(name, "after re-enabling")).status).toBe(401);
+  });
+
   test("deleting a user removes every image with its files, releases the strategy's quota, and the account with its albums", async () => {
     const user = await ctx.createUser();
     await ctx.admin("POST", `/api/admin/users/${user.id}/albums`, { name: "Trip" });

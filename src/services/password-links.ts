@@ -1,11 +1,16 @@
 import { and, eq, gt, isNull } from "drizzle-orm";
 import type { Deps } from "../deps.ts";
 import { deleteSessionsOfUser } from "../db/repositories/sessions.ts";
-import { passwordLinks, users } from "../db/schema.ts";
+import { groups, passwordLinks, users } from "../db/schema.ts";
 import { hashPassword } from "./passwords.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
-/** A one-time link to set a password (issue 18): valid for an hour, used once; only its SHA-256 is stored. */
+/**
+ * A one-time link to set a password: valid for an hour, used once; only its SHA-256 is stored. It dies with the
+ * account's other ways in (db/repositories/sessions.ts, deleteSessionsOfUser): when the password changes by any path,
+ * another link of the account is used, the account signs out everywhere or is disabled. A disabled account's or
+ * group's link is refused whatever the path that disabled it.
+ */
 export const PASSWORD_LINK_MS = 3_600_000;
 /** Links an account may have outstanding: a new one beyond ends the oldest. */
 const LINKS_PER_ACCOUNT = 5;
@@ -35,13 +40,17 @@ export async function findPasswordLink(deps: Deps, token: string) {
     .select({ id: passwordLinks.id, userId: passwordLinks.userId, username: users.username })
     .from(passwordLinks)
     .innerJoin(users, eq(users.id, passwordLinks.userId))
-    .where(and(eq(passwordLinks.tokenHash, sha256Hex(token)), isNull(passwordLinks.usedAt), gt(passwordLinks.expiresAt, deps.clock())));
+    .innerJoin(groups, eq(groups.id, users.groupId))
+    .where(
+      and(eq(passwordLinks.tokenHash, sha256Hex(token)), isNull(passwordLinks.usedAt), gt(passwordLinks.expiresAt, deps.clock()), eq(users.enabled, true), eq(groups.enabled, true)),
+    );
   return row ?? null;
 }
 
 /**
  * Sets the password through a link, once: the link is marked used in the same transaction (a second use, or two at
- * once, finds it used), and the account's sessions end, as with any new password. False when the link is not live.
+ * once, finds it used), and the account's sessions and other links end, as with any new password. False when the
+ * link is not live.
  */
 export async function usePasswordLink(deps: Deps, token: string, password: string): Promise<boolean> {
   const link = await findPasswordLink(deps, token);

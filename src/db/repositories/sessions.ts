@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, ne, notInArray, or, sql } from "drizzle-orm";
 import type { Executor } from "../client.ts";
 import { prepared } from "./prepared.ts";
-import { albums, groups, sessions, users } from "../schema.ts";
+import { albums, groups, passwordLinks, sessions, users } from "../schema.ts";
 
 export type Session = typeof sessions.$inferSelect;
 export type NewSession = typeof sessions.$inferInsert;
@@ -52,14 +52,21 @@ export async function deleteSessionOfUser(db: Executor, id: number, userId: numb
   return rows.length > 0;
 }
 
-/** Ends every session of an account (its password changed, it was disabled), but `exceptId` when given. */
+/**
+ * Ends every way into an account but its password: every session but `exceptId` when given, and every outstanding
+ * one-time password link. Called whenever whoever held the old access must lose it: the password changed (by any
+ * path, a link's use included), the account was disabled, "sign out everywhere".
+ */
 export async function deleteSessionsOfUser(db: Executor, userId: number, exceptId?: number) {
   await db.delete(sessions).where(and(eq(sessions.userId, userId), exceptId === undefined ? undefined : ne(sessions.id, exceptId)));
+  await db.delete(passwordLinks).where(eq(passwordLinks.userId, userId));
 }
 
-/** Ends every session of the accounts of a group (it was disabled, or lost API access). */
+/** Ends every session and password link of the accounts of a group (it was disabled, or lost API access). */
 export async function deleteSessionsOfGroup(db: Executor, groupId: number) {
-  await db.delete(sessions).where(inArray(sessions.userId, db.select({ id: users.id }).from(users).where(eq(users.groupId, groupId))));
+  const members = db.select({ id: users.id }).from(users).where(eq(users.groupId, groupId));
+  await db.delete(sessions).where(inArray(sessions.userId, members));
+  await db.delete(passwordLinks).where(inArray(passwordLinks.userId, members));
 }
 
 /** Forgets sessions that have expired (and the upload tokens they obtained): anyone's, or one account's. */
