@@ -569,7 +569,7 @@ describe("strategies", () => {
     writeFileSync(file, "not a directory");
     const broken = await ctx.admin("POST", "/api/admin/strategies", { name: uniqueName("file"), driver: "local", config: { root: file }, enabled: false });
     const brokenHtml = await (await admin.visitor.post(`/user/admin/strategies/${broken.id}/test`)).text();
-    expect(brokenHtml).toMatch(/<p class="notice error" role="alert">Test of strategy #\d+ [^<]*its storage is not writable: write failed/);
+    expect(brokenHtml).toMatch(/<p class="notice error" role="alert">Test of strategy #\d+ [^<]*its storage is not writable: path is not a directory\./);
 
     // an S3 endpoint on a closed loopback port
     const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -597,12 +597,48 @@ describe("strategies", () => {
     expect(expectStatus(await adminJson("POST", `/api/admin/strategies/${ctx.localStrategyId}/test`), 200).data).toEqual({ writable: true });
     const refused = expectStatus(await adminJson("POST", `/api/admin/strategies/${broken.id}/test`), 200).data;
     expect(refused.writable).toBe(false);
-    expect(refused.reason).toMatch(/^write failed/);
-    expect(expectStatus(await adminJson("POST", `/api/admin/strategies/${s3.id}/test`), 200).data.writable).toBe(false);
+    expect(refused.reason).toBe("path is not a directory");
+    expect(expectStatus(await adminJson("POST", `/api/admin/strategies/${s3.id}/test`), 200).data).toEqual({ writable: false, reason: "endpoint unreachable" });
     expectStatus(await adminJson("POST", "/api/admin/strategies/999999/test"), 404);
     expectStatus(await adminJson("POST", "/api/admin/strategies/0x1/test"), 422);
     expectStatus(await ctx.json(`/api/admin/strategies/${ctx.localStrategyId}/test`, { method: "POST" }), 401);
     expect((await admin.visitor.post("/user/admin/strategies/999999/test")).status).toBe(404);
+  });
+
+  test("Test never echoes a remote endpoint: its message and error code give way to a fixed reason", async () => {
+    // an "S3 endpoint" whose every answer is an error with words of its own
+    const LEAK = "REMOTE-WORDS <script>alert(1)</script> visit evil.example";
+    const codes: Record<string, [number, string]> = { denied: [403, "AccessDenied"], missing: [404, "NoSuchBucket"], keys: [403, "InvalidAccessKeyId"], odd: [500, LEAK.replace(/\W/g, "")] };
+    const remote = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(req) {
+        const [status, code] = codes[new URL(req.url).pathname.split("/")[1]!] ?? [500, "InternalError"];
+        return new Response(`<?xml version="1.0"?><Error><Code>${code}</Code><Message>${LEAK}</Message></Error>`, { status, headers: { "content-type": "application/xml" } });
+      },
+    });
+    try {
+      const expected: Record<string, string> = { denied: "access denied", missing: "bucket not found", keys: "credentials refused", odd: "endpoint refused the write" };
+      for (const [bucket, reason] of Object.entries(expected)) {
+        const s3 = await ctx.admin("POST", "/api/admin/strategies", {
+          name: uniqueName("remote"),
+          driver: "s3",
+          enabled: false,
+          config: { bucket, url: "https://b.example", endpoint: `http://127.0.0.1:${remote.port}`, region: "us-east-1", access_key_id: "AKIAREMOTE0000", secret_access_key: "remote-secret-value" },
+        });
+        const res = await adminJson("POST", `/api/admin/strategies/${s3.id}/test`);
+        expect(expectStatus(res, 200).data, bucket).toEqual({ writable: false, reason });
+        const html = await (await (await signedIn()).visitor.post(`/user/admin/strategies/${s3.id}/test`)).text();
+        expect(html).toContain(`its storage is not writable: ${reason}.`);
+        for (const text of [JSON.stringify(res.body), html]) {
+          expect(text).not.toContain("REMOTE-WORDS");
+          expect(text).not.toContain("evil.example");
+          expect(text).not.toContain(codes.odd![1]);
+        }
+      }
+    } finally {
+      remote.stop(true);
+    }
   });
 });
 

@@ -316,7 +316,7 @@ describe("GET /health/ready", () => {
     const broken = await ctx.admin("POST", "/api/admin/strategies", { name: "Read-only disk", driver: "local", config: { root: "/proc/ready-probe/uploads" } });
     const { result, logged } = await quietly(() => ctx.json("/health/ready"));
     expectStatus(result, 503);
-    expect(result.body.message).toContain(`storage of strategy #${broken.id} "Read-only disk" (local) is not writable: write failed`);
+    expect(result.body.message).toContain(`storage of strategy #${broken.id} "Read-only disk" (local) is not writable: path not found`); // mkdir under /proc: ENOENT
     expect(result.body.message).not.toContain("/proc"); // the details are in the log
     expect(JSON.stringify(logged)).toContain("/proc/ready-probe");
     await ctx.admin("PATCH", `/api/admin/strategies/${broken.id}`, { enabled: false });

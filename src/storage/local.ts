@@ -51,8 +51,9 @@ export class LocalStorage implements Storage {
       await rename(temp, full);
       await this.syncDirectories(dirname(full), firstCreated);
     } catch (e) {
-      await rm(temp, { force: true });
-      throw new StorageError(`local write failed: ${(e as Error).message}`);
+      // best effort: under a root that is not a directory Bun's rm fails too (EFAULT), which would hide the cause
+      await rm(temp, { force: true }).catch(() => {});
+      throw new StorageError(`local write failed: ${(e as Error).message}`, false, e);
     }
   }
 

@@ -44,7 +44,7 @@ export class S3Storage implements Storage {
     try {
       await this.client.write(this.key(path), bytes, { type: contentType });
     } catch (e) {
-      throw new StorageError(`s3 write failed: ${(e as Error).message}`);
+      throw new StorageError(`s3 write failed: ${(e as Error).message}`, false, e);
     }
   }
 

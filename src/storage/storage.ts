@@ -46,7 +46,9 @@ export class StorageError extends Error {
     message: string,
     /** The object is not there (as opposed to a storage that failed). */
     readonly missing = false,
+    /** The driver's own error (its code says what failed: EACCES, AccessDenied…). */
+    cause?: unknown,
   ) {
-    super(message);
+    super(message, { cause });
   }
 }

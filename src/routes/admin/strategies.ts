@@ -8,7 +8,7 @@ import { fieldErrors } from "../../http/validation.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { logFor } from "../../observability/log.ts";
 import { localConfigSchema, s3ConfigSchema } from "../../storage/index.ts";
-import { type ProbeFailure, probe } from "../site/health.ts";
+import { PROBE_REASONS, type ProbeFailure, probe } from "../site/health.ts";
 import { AdminStrategy, adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery, StrategyInput } from "./common.ts";
 
 const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");
@@ -16,21 +16,17 @@ const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");
 const StrategyTest = z
   .object({
     writable: z.boolean().openapi({ description: "Whether a probe object could be written to the storage and removed", example: true }),
-    reason: z.string().optional().openapi({ description: "Why not, when `writable` is false", example: "write failed: EACCES: permission denied" }),
+    reason: z.enum(PROBE_REASONS).optional().openapi({ description: "Why not, when `writable` is false: one of a fixed set; the storage's own words (paths, the remote endpoint's message) go to the server's log only", example: "permission denied" }),
   })
   .openapi("StrategyTest");
 
-/** The longest reason a test answers with. */
-const REASON_MAX = 500;
-
-/** Why a storage refused the probe, for the administrator: the probe's words, with no secret of the configuration in them. */
-function reasonOf(failure: ProbeFailure, config: Record<string, unknown>): string {
-  let reason = failure.detail && failure.detail !== failure.summary ? `${failure.summary}: ${failure.detail}` : failure.summary;
+/** A log line's detail without the strategy's keys. */
+function withoutSecrets(detail: string, config: Record<string, unknown>): string {
   for (const key of ["secret_access_key", "access_key_id"]) {
     const secret = config[key];
-    if (typeof secret === "string" && secret.length >= 4) reason = reason.split(secret).join("(secret)");
+    if (typeof secret === "string" && secret.length >= 4) detail = detail.split(secret).join("(secret)");
   }
-  return reason.length > REASON_MAX ? `${reason.slice(0, REASON_MAX - 1)}…` : reason;
+  return detail.slice(0, 500);
 }
 
 function toOutput(s: Strategy): z.infer<typeof AdminStrategy> {
@@ -129,7 +125,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       summary: "Test a storage strategy's storage",
       description:
         "Runs the readiness probe (`GET /health/ready`) on this one strategy, enabled or not: a small probe object is written and removed (at most 5 s). " +
-        "A storage that refuses is a result, not an error: `{writable: false, reason}`, the reason naming what failed (the paths and endpoints of the configuration may appear in it; its secrets never do).",
+        "A storage that refuses is a result, not an error: `{writable: false, reason}`, the reason one of a fixed set naming what failed; the storage's own words (paths, the remote endpoint's message) go to the server's log only, without the configuration's secrets.",
       request: { params: idParam },
       responses: { ...okResponse(envelope(StrategyTest, "StrategyTestResponse"), "The probe's result"), ...errorResponses(401, 404, 422, 500) },
     }),
@@ -144,9 +140,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
         failure = { summary: "unusable configuration", detail: (e as Error).message || String(e) };
       }
       if (!failure) return respond(c, { writable: true });
-      const reason = reasonOf(failure, strategy.config);
-      logFor(deps).warn({ strategy_id: strategy.id, reason }, "strategy test: the storage is not writable");
-      return respond(c, { writable: false, reason });
+      logFor(deps).warn({ strategy_id: strategy.id, reason: failure.summary, detail: withoutSecrets(failure.detail, strategy.config) }, "strategy test: the storage is not writable");
+      return respond(c, { writable: false, reason: failure.summary });
     },
   );
 }

@@ -57,10 +57,65 @@ export const readinessRoute = createRoute({
   },
 });
 
+/**
+ * What an answer may say of a storage that refused the probe: one of these, never the storage's own words. A remote
+ * endpoint's message and error code are its own text (anything its operator, or whoever answers at that address,
+ * wrote); they reach the log only.
+ */
+export const PROBE_REASONS = [
+  "no answer within 5 s",
+  "unusable configuration",
+  "permission denied",
+  "path not found",
+  "path is not a directory",
+  "disk full",
+  "read-only file system",
+  "endpoint unreachable",
+  "endpoint name does not resolve",
+  "credentials refused",
+  "bucket not found",
+  "access denied",
+  "endpoint refused the write",
+  "write failed",
+] as const;
+export type ProbeReason = (typeof PROBE_REASONS)[number];
+
 export interface ProbeFailure {
-  /** Said in the answer: `write failed` or `no answer within 5 s` (the details stay in the log: paths, endpoints). */
-  summary: string;
+  /** Said in the answer (the details stay in the log: paths, endpoints, the remote's text). */
+  summary: ProbeReason;
   detail: string;
+}
+
+const BY_CODE: Record<string, ProbeReason> = {
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  ENOENT: "path not found",
+  ENOTDIR: "path is not a directory",
+  EISDIR: "path is not a directory",
+  ENOSPC: "disk full",
+  EDQUOT: "disk full",
+  EROFS: "read-only file system",
+  ConnectionRefused: "endpoint unreachable",
+  ECONNREFUSED: "endpoint unreachable",
+  ECONNRESET: "endpoint unreachable",
+  FailedToOpenSocket: "endpoint unreachable",
+  ETIMEDOUT: "endpoint unreachable",
+  DNSResolveFailed: "endpoint name does not resolve",
+  ENOTFOUND: "endpoint name does not resolve",
+  InvalidAccessKeyId: "credentials refused",
+  SignatureDoesNotMatch: "credentials refused",
+  ExpiredToken: "credentials refused",
+  NoSuchBucket: "bucket not found",
+  AccessDenied: "access denied",
+  AllAccessDisabled: "access denied",
+};
+
+/** The fixed reason for a failed write: known error codes by name, any other error of a remote endpoint as such. */
+export function probeReason(e: unknown): ProbeReason {
+  const err = (e instanceof Error && e.cause !== undefined ? e.cause : e) as { code?: unknown; name?: unknown } | null;
+  const code = typeof err?.code === "string" ? err.code : "";
+  if (Object.hasOwn(BY_CODE, code)) return BY_CODE[code]!;
+  return err?.name === "S3Error" ? "endpoint refused the write" : "write failed";
 }
 
 /** Writes and removes a probe object; resolves with what failed, or null. */
@@ -68,8 +123,8 @@ export async function probe(storage: Storage): Promise<ProbeFailure | null> {
   const path = readinessProbeName();
   let timer: Timer | undefined;
   const timeout = new Promise<ProbeFailure>((resolve) => {
-    const summary = `no answer within ${PROBE_TIMEOUT_MS / 1000} s`;
-    timer = setTimeout(() => resolve({ summary, detail: summary }), PROBE_TIMEOUT_MS);
+    const summary = "no answer within 5 s";
+    timer = setTimeout(() => resolve({ summary, detail: `no answer within ${PROBE_TIMEOUT_MS} ms` }), PROBE_TIMEOUT_MS);
   });
   const attempt = (async () => {
     try {
@@ -77,7 +132,8 @@ export async function probe(storage: Storage): Promise<ProbeFailure | null> {
       await storage.delete(path);
       return null;
     } catch (e) {
-      return { summary: "write failed", detail: (e as Error).message || String(e) };
+      const err = (e instanceof Error && e.cause !== undefined ? e.cause : e) as { code?: unknown; message?: unknown };
+      return { summary: probeReason(e), detail: `${String(err?.code ?? "")} ${String(err?.message ?? e)}`.trim() };
     }
   })();
   try {
