@@ -39,7 +39,7 @@ export const backupCommands: CommandGroup = {
       async run({ args, out }) {
         const env = readEnv();
         if (env.DATABASE_URL) throw new CliError("DATABASE_URL is set: the database is not the embedded one", [RECIPE]);
-        const summary = await reported(() => createBackup({ dataDir: env.DATA_DIR, file: args.file }));
+        const summary = await reported(() => createBackup({ dataDir: env.DATA_DIR, file: args.file, webhookSecretKey: env.WEBHOOK_SECRET_KEY }));
         out.result(summary, () => {
           const dropped = summary.dropped_images > 0 ? `, ${summary.dropped_images} images deleted during the backup left out` : "";
           const s3 = summary.s3_images > 0 ? ` (${summary.s3_images} images on S3: records only)` : "";
@@ -47,6 +47,7 @@ export const backupCommands: CommandGroup = {
             `Backed up ${summary.records} records in ${summary.tables} tables and ${summary.objects} objects (${megabytes(summary.object_bytes)})${s3}${dropped} ` +
               `to ${summary.file} (${megabytes(summary.archive_bytes)}, ${summary.server_running ? "server running" : "server stopped"}, ${(summary.duration_ms / 1000).toFixed(1)} s).`,
           );
+          for (const warning of summary.warnings) out.line(`Warning: ${warning}`);
         });
       },
     }),
@@ -65,13 +66,14 @@ export const backupCommands: CommandGroup = {
         const env = readEnv();
         if (env.DATABASE_URL) throw new CliError("DATABASE_URL is set: restore restores the embedded database only", [RECIPE]);
         const allowRoots = optionList(options.allow_root);
-        const summary = await reported(() => restoreBackup({ dataDir: env.DATA_DIR, file: args.file, allowRoots }));
+        const summary = await reported(() => restoreBackup({ dataDir: env.DATA_DIR, file: args.file, allowRoots, webhookSecretKey: env.WEBHOOK_SECRET_KEY }));
         out.result(summary, () => {
           const dropped = summary.dropped_images > 0 ? ` (${summary.dropped_images} images deleted during the backup removed)` : "";
           out.line(
             `Restored ${summary.records} records in ${summary.tables} tables and ${summary.objects} objects (${megabytes(summary.object_bytes)})${dropped} ` +
               `from ${summary.file} into ${summary.data_dir} in ${(summary.duration_ms / 1000).toFixed(1)} s: start the server.`,
           );
+          for (const warning of summary.warnings) out.line(`Warning: ${warning}`);
         });
       },
     }),

@@ -2,6 +2,7 @@
 import type { CommandGroup } from "../command.ts";
 import { albumCommands } from "./album.ts";
 import { backupCommands } from "./backup.ts";
+import { databaseCommands } from "./database.ts";
 import { groupCommands } from "./group.ts";
 import { imageCommands } from "./images.ts";
 import { settingsCommands } from "./settings.ts";
@@ -21,5 +22,6 @@ export const commandGroups: Record<string, CommandGroup> = {
   album: albumCommands,
   storage: storageCommands,
   backup: backupCommands,
+  database: databaseCommands,
   webhook: webhookCommands,
 };

@@ -21,15 +21,19 @@ import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
+import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import tar from "tar-stream";
 import packageJson from "../../../package.json" with { type: "json" };
 import { attachEmbedded } from "../../db/client.ts";
+import { ensureDatabaseId, parseDatabaseId, READ_COMMENT } from "../../db/repositories/database-identity.ts";
+import * as schema from "../../db/schema.ts";
+import { parseKey, secretBox } from "../../webhooks/secret-box.ts";
 import { StorageRegistry } from "../../storage/index.ts";
 import { LocalStorage, syncPath } from "../../storage/local.ts";
 import {
-  ADMIN_TOKEN,
   BACKUP_FORMAT,
+  DATA_DIR_FILES,
   DERIVED_TABLES,
   BACKUP_FORMAT_VERSION,
   BackupError,
@@ -47,6 +51,7 @@ import {
   S3_NOTE,
   sha256Hex,
   type TableEntry,
+  WEBHOOK_KEY,
 } from "./format.ts";
 
 export interface CreateOptions {
@@ -54,6 +59,11 @@ export interface CreateOptions {
   file: string;
   /** Runs after the snapshot's tables are read, before its objects are copied (tests provoke a concurrent delete there). */
   beforeObjects?: () => Promise<void>;
+  /**
+   * WEBHOOK_SECRET_KEY as the server reads it, when set: then the server seals with it, not with DATA_DIR's key file,
+   * and the summary says that a restore needs it (the archive never holds an environment secret).
+   */
+  webhookSecretKey?: string;
 }
 
 /**
@@ -84,6 +94,8 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
     await rm(spool, { recursive: true, force: true });
     await mkdir(spool, { mode: 0o700 });
     const gzip = isGzipName(file);
+    // the identity the storage's markers name (written now if the database has none yet): the restored one keeps it
+    await ensureDatabaseId(drizzle(sql, { schema }));
     const result = await sql.begin("isolation level repeatable read read only", async (tx) => {
       const manifest = await readSnapshot(tx, dataDir, spool, attached.startedHere);
       await options.beforeObjects?.();
@@ -93,6 +105,7 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
     await rename(temp, file);
     await fsyncDirectory(dirname(file));
     const { manifest, objects } = result;
+    const key = webhookKeyReport(manifest, options.webhookSecretKey);
     return {
       file,
       archive_bytes: (await stat(file)).size,
@@ -104,6 +117,8 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
       object_bytes: objects.bytes,
       dropped_images: objects.dropped_images.length,
       s3_images: objects.s3_images,
+      webhook_key: key.state,
+      warnings: key.warnings,
       duration_ms: Math.round(performance.now() - t0),
     };
   } catch (e) {
@@ -119,8 +134,12 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
 
 type Tx = postgres.TransactionSql;
 
-/** Reads the schema level, the tables (spooled to files: a tar entry needs its size first) and the strategies. */
-async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere: boolean): Promise<Manifest> {
+/**
+ * Reads the schema level, the tables (spooled to files: a tar entry needs its size first), the sequences, the
+ * database's identity, the webhook keys and the strategies. `withDerived` copies the rows of derived tables too
+ * (`database move`, whose copy keeps the variants' objects where they are).
+ */
+export async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere: boolean, withDerived = false): Promise<Manifest> {
   const tags = new Map(journalEntries().map((e) => [e.when, e.tag]));
   const [{ present }] = await tx<{ present: boolean }[]>`select to_regclass('drizzle.__drizzle_migrations') is not null as present`;
   const applied = present
@@ -145,7 +164,7 @@ async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere:
     let bytes = 0;
     let lines = 0;
     // a derived table's entry holds no rows (variants are made again on demand after a restore)
-    const derived = DERIVED_TABLES.has(name);
+    const derived = DERIVED_TABLES.has(name) && !withDerived;
     const copy = derived
       ? `copy (select ${columns.map(quoteIdent).join(", ")} from public.${quoteIdent(name)} where false) to stdout`
       : `copy public.${quoteIdent(name)} (${columns.map(quoteIdent).join(", ")}) to stdout`;
@@ -181,6 +200,23 @@ async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere:
     sequences.push({ ...s, last_value: v === null ? null : Number(v) });
   }
 
+  // sequences of no column (webhook_event_seq orders the deliveries of one subject: it must not start again at 1)
+  const standalone = await tx<{ name: string }[]>`
+    select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind = 'S'
+      and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
+    order by 1`;
+  const standaloneSequences: NonNullable<Manifest["database"]["standalone_sequences"]> = [];
+  for (const { name } of standalone) {
+    const [{ v }] = await tx.unsafe<{ v: string | null }[]>(`select case when is_called then last_value::text end as v from public.${quoteIdent(name)}`);
+    standaloneSequences.push({ sequence: name, last_value: v === null ? null : Number(v) });
+  }
+  const [{ comment }] = await tx.unsafe<{ comment: string | null }[]>(READ_COMMENT);
+  const [{ endpoints }] = await tx<{ endpoints: boolean }[]>`select to_regclass('public.webhook_endpoints') is not null as endpoints`;
+  const sealedWith = endpoints
+    ? (await tx<{ id: string }[]>`select distinct split_part(secret_sealed, ':', 2) as id from webhook_endpoints where secret_sealed like 'v1:%' order by 1`).map((r) => r.id)
+    : [];
+
   const strategies = await tx<{ id: number; driver: string; config: Record<string, unknown> }[]>`
     select id, driver, config from strategies order by id`;
   const roots: Manifest["storage"]["roots"] = [];
@@ -197,10 +233,13 @@ async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere:
   }
 
   const files: Manifest["files"] = [];
-  const tokenFile = join(dataDir, ADMIN_TOKEN);
-  if (existsSync(tokenFile)) {
-    const bytes = await readFile(tokenFile);
-    files.push({ name: ADMIN_TOKEN, bytes: bytes.length, sha256: sha256Hex(bytes) });
+  let keyFile: string | null = null;
+  for (const name of DATA_DIR_FILES) {
+    const path = join(dataDir, name);
+    if (!existsSync(path)) continue;
+    const bytes = await readFile(path);
+    files.push({ name, bytes: bytes.length, sha256: sha256Hex(bytes) });
+    if (name === WEBHOOK_KEY) keyFile = fingerprint(bytes.toString("utf8").trim(), path);
   }
 
   return {
@@ -209,10 +248,43 @@ async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere:
     created_at: new Date().toISOString(),
     app_version: packageJson.version,
     source: { data_dir: dataDir, server_running: !startedHere, postgres_version: version },
-    database: { migrations, tables, sequences },
+    database: { migrations, tables, sequences, standalone_sequences: standaloneSequences, database_id: parseDatabaseId(comment) },
+    webhooks: { sealed_with: sealedWith, key_file: keyFile },
     storage: { roots, s3_strategy_ids: s3, note: S3_NOTE },
     files,
   };
+}
+
+/** A key's fingerprint as sealed values name it; a file that holds no key has none (the server would refuse it too). */
+function fingerprint(text: string, where: string): string | null {
+  try {
+    return secretBox(parseKey(text, where)).keyId;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where the key that opens the archived webhook secrets is. The server seals with WEBHOOK_SECRET_KEY when it is set,
+ * else with DATA_DIR/webhook-secret-key (archived). An environment secret is never written into the archive: it
+ * stays where the operator keeps it, and the summary says a restore needs it.
+ */
+function webhookKeyReport(manifest: Manifest, environmentKey: string | undefined): { state: "archived" | "environment" | "missing" | "none"; warnings: string[] } {
+  const sealed = manifest.webhooks?.sealed_with ?? [];
+  if (sealed.length === 0) return { state: "none", warnings: [] };
+  const environment = environmentKey ? fingerprint(environmentKey, "WEBHOOK_SECRET_KEY") : null;
+  const file = manifest.webhooks?.key_file ?? null;
+  const warnings: string[] = [];
+  for (const id of sealed) {
+    if (id === file) continue;
+    warnings.push(
+      id === environment
+        ? `The webhook secrets are sealed with WEBHOOK_SECRET_KEY (key ${id}), which this archive does not hold: keep that WEBHOOK_SECRET_KEY with the archive, a restored server needs it.`
+        : `Some webhook secrets are sealed with key ${id}, which is neither in DATA_DIR nor WEBHOOK_SECRET_KEY: a restored server cannot sign for those endpoints until their secrets are rotated.`,
+    );
+  }
+  const state = warnings.length === 0 ? "archived" : sealed.every((id) => id === file || id === environment) ? "environment" : "missing";
+  return { state, warnings };
 }
 
 /** Streams the archive to `temp`: the manifest, the spooled tables, the admin token, the objects, the object list. */
@@ -238,10 +310,10 @@ async function writeArchive(
     const source = join(o.spool, `${t.name}.copy`);
     await guard(addStream(pack, { name: t.file, size: t.bytes, mode: 0o600, mtime: now }, createReadStream(source), guard));
   }
-  if (manifest.files.length > 0) {
-    const bytes = await readFile(join(o.dataDir, ADMIN_TOKEN));
-    if (sha256Hex(bytes) !== manifest.files[0]!.sha256) throw new BackupError(`${ADMIN_TOKEN} changed during the backup: run it again`);
-    await guard(addBuffer(pack, { name: ADMIN_TOKEN, mode: 0o600, mtime: now }, bytes));
+  for (const f of manifest.files) {
+    const bytes = await readFile(join(o.dataDir, f.name));
+    if (sha256Hex(bytes) !== f.sha256) throw new BackupError(`${f.name} changed during the backup: run it again`);
+    await guard(addBuffer(pack, { name: f.name, mode: 0o600, mtime: now }, bytes));
   }
 
   const registry = new StorageRegistry({ dataDir: o.dataDir, baseUrl: "http://localhost" });

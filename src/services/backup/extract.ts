@@ -1,6 +1,6 @@
 /**
  * Reading an archive, twice. The first pass (`inspectArchive`) writes nothing: it checks the manifest, names every
- * entry (a table's rows, the admin token, an object of a root the manifest declares, at a safe relative path),
+ * entry (a table's rows, DATA_DIR's admin token and webhook key, an object of a root the manifest declares, at a safe relative path),
  * and hashes every entry, so a restore refuses a crafted or damaged archive before it writes anything. The second
  * pass (`extractArchive`) writes each entry where the restore's plan puts it, hashing again: the file must still
  * be the one inspected (same manifest, same sha256 for every entry).
@@ -13,13 +13,14 @@ import type { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import tar from "tar-stream";
-import { ADMIN_TOKEN, BackupError, isSafeRelativePath, MANIFEST, type Manifest, OBJECT_LIST, type ObjectList, sha256Hex } from "./format.ts";
+import { BackupError, type DataDirFile, isSafeRelativePath, MANIFEST, type Manifest, OBJECT_LIST, type ObjectList, sha256Hex } from "./format.ts";
 import { checkManifest, checkObjectList } from "./manifest.ts";
 
 /** What an entry of the archive is. */
 export type EntryKind =
   | { kind: "table"; table: string }
-  | { kind: "admin-token" }
+  /** One of DATA_DIR's own files the manifest lists (`admin-token`, `webhook-secret-key`). */
+  | { kind: "file"; name: DataDirFile }
   /** An object: `prefix` is a root the manifest declares, `path` a safe relative path ('/'-separated). */
   | { kind: "object"; prefix: string; path: string };
 
@@ -39,7 +40,8 @@ export type Placement = (name: string, entry: EntryKind) => { target: string; mo
 function classify(name: string, manifest: Manifest): EntryKind {
   const table = manifest.database.tables.find((t) => t.file === name);
   if (table) return { kind: "table", table: table.name };
-  if (name === ADMIN_TOKEN && manifest.files.some((f) => f.name === ADMIN_TOKEN)) return { kind: "admin-token" };
+  const file = manifest.files.find((f) => f.name === name);
+  if (file) return { kind: "file", name: file.name };
   const root = manifest.storage.roots.find((r) => name.startsWith(`${r.prefix}/`));
   const path = root ? name.slice(root.prefix.length + 1) : "";
   if (!root || !isSafeRelativePath(path)) throw new BackupError(`the archive holds an unexpected entry: ${JSON.stringify(name)}`);

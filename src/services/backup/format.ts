@@ -9,7 +9,9 @@ import { migrationsFolder } from "../../db/client.ts";
 import { syncPath } from "../../storage/local.ts";
 
 export const BACKUP_FORMAT = "image-host-backup";
-export const BACKUP_FORMAT_VERSION = 1;
+/** The version this build writes; it reads every version of READABLE_FORMAT_VERSIONS (1: no webhook key, no identity). */
+export const BACKUP_FORMAT_VERSION = 2;
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 
 /** A refusal or failure to report as is (no stack trace). */
 export class BackupError extends Error {
@@ -44,7 +46,16 @@ export interface Manifest {
     tables: TableEntry[];
     /** Each serial column's sequence as the backup read it (never below the largest id of the snapshot). */
     sequences: { table: string; column: string; sequence: string; last_value: number | null }[];
+    /** Sequences of no column (`webhook_event_seq`, which orders webhook deliveries), as the backup read them (format 2). */
+    standalone_sequences?: { sequence: string; last_value: number | null }[];
+    /** The database's identity (db/repositories/database-identity.ts), given to the restored one (format 2). */
+    database_id?: string | null;
   };
+  /**
+   * The keys the webhook signing secrets are sealed with (fingerprints, as secret-box.ts writes them) and the one of
+   * DATA_DIR/webhook-secret-key when the archive holds it (format 2).
+   */
+  webhooks?: { sealed_with: string[]; key_file: string | null };
   storage: {
     /** Where the objects of local strategies go: `uploads/` is DATA_DIR/uploads, `roots/<n>/` a root of its own. */
     roots: { prefix: string; config_root: string | null; strategy_ids: number[] }[];
@@ -52,7 +63,8 @@ export interface Manifest {
     s3_strategy_ids: number[];
     note: string;
   };
-  files: { name: string; bytes: number; sha256: string }[];
+  /** DATA_DIR's own files: `admin-token`, `webhook-secret-key` (format 2), when DATA_DIR has them. */
+  files: { name: DataDirFile; bytes: number; sha256: string }[];
 }
 
 export interface ObjectList {
@@ -81,16 +93,27 @@ export interface BackupSummary extends ArchiveCounts {
   archive_bytes: number;
   gzip: boolean;
   server_running: boolean;
+  /** Where the key of the webhook signing secrets is: in the archive, only in WEBHOOK_SECRET_KEY, or nowhere (no secret). */
+  webhook_key: "archived" | "environment" | "missing" | "none";
+  /** What a restore of this archive will need beside it (a WEBHOOK_SECRET_KEY kept elsewhere). */
+  warnings: string[];
 }
 
 export interface RestoreSummary extends ArchiveCounts {
   data_dir: string;
   migrated_from: string | null;
+  /** What the restored server must be started with for everything to work (the webhook key). */
+  warnings: string[];
 }
 
 export const MANIFEST = "manifest.json";
 export const OBJECT_LIST = "objects.json";
 export const ADMIN_TOKEN = "admin-token";
+/** DATA_DIR/webhook-secret-key (webhooks/secret-box.ts): without it no restored webhook secret can be opened. */
+export const WEBHOOK_KEY = "webhook-secret-key";
+/** DATA_DIR's files an archive holds, in this order. */
+export const DATA_DIR_FILES = [ADMIN_TOKEN, WEBHOOK_KEY] as const;
+export type DataDirFile = (typeof DATA_DIR_FILES)[number];
 export const DEFAULT_ROOT_PREFIX = "uploads";
 export const S3_NOTE = "Objects of S3 strategies are not in this archive (their records are): back up the bucket with the provider's tools.";
 

@@ -14,8 +14,8 @@
  * Uploads in flight at the snapshot are not in it (their records had not committed), nor are their objects.
  *
  * Archive layout, in this order: `manifest.json` (format, schema level, tables with their columns, row counts and
- * sha256, sequences, strategies' roots), `db/<table>.copy` (COPY text format), `admin-token` (when DATA_DIR has
- * one), `uploads/<path>` (objects of strategies using the default root DATA_DIR/uploads), `roots/<n>/<path>`
+ * sha256, sequences, strategies' roots), `db/<table>.copy` (COPY text format), `admin-token` and `webhook-secret-key` (when
+ * DATA_DIR has them), `uploads/<path>` (objects of strategies using the default root DATA_DIR/uploads), `roots/<n>/<path>`
  * (objects of local strategies with a root of their own), and last `objects.json` (every object's size and
  * sha256, the images left out). Objects of S3 strategies are not in the archive: their records are, and the
  * bucket is backed up with the provider's tools.
@@ -37,4 +37,5 @@ export {
   type RestoreSummary,
   type TableEntry,
 } from "./format.ts";
+export { type MoveOptions, type MoveSummary, moveDatabase } from "./move.ts";
 export { type RestoreOptions, restoreBackup } from "./restore.ts";

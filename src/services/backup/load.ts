@@ -3,14 +3,15 @@ import { createReadStream } from "node:fs";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { eq } from "drizzle-orm";
+import { eq, sql as sqlTag } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { readMigrationFiles } from "drizzle-orm/migrator";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import { migrationsFolder, openPostgres } from "../../db/client.ts";
-import type { ConnectionOptions } from "../../db/embedded.ts";
+import { type Connection, migrationsFolder, openPostgres } from "../../db/client.ts";
+import { setDatabaseId } from "../../db/repositories/database-identity.ts";
 import { deleteImageAndRelease } from "../../db/repositories/images.ts";
+import { DELIVER_JOB } from "../../webhooks/deliver.ts";
 import * as schema from "../../db/schema.ts";
 import { BackupError, DERIVED_TABLES, type Manifest, type ObjectList, quoteIdent, readJournal, type TableEntry } from "./format.ts";
 
@@ -39,9 +40,20 @@ async function foreignKeyOrder(sql: postgres.Sql, tables: TableEntry[]): Promise
 /**
  * Brings the new cluster to the archive's schema level, copies every table in (one transaction, foreign keys
  * checked), sets the sequences, deletes the images the backup left out as the service deletes an image, then
- * applies this build's newer migrations. Returns the archive's level when it was older than this build's.
+ * applies this build's newer migrations, gives the database the archive's identity (the storage's markers name it)
+ * and a job to every pending webhook delivery (graphile-worker's schema is not archived: without its job a
+ * delivery would wait for the next start's overdue sweep, at best). Returns the archive's level when it was older
+ * than this build's. `withDerived` loads the rows of derived tables too (`database move`, whose variants' objects
+ * stay where they are); a restore never does.
  */
-export async function loadDatabase(connection: ConnectionOptions, manifest: Manifest, objects: ObjectList, work: string): Promise<string | null> {
+export async function loadDatabase(
+  connection: Connection,
+  manifest: Manifest,
+  objects: ObjectList,
+  work: string,
+  options: { withDerived?: boolean } = {},
+): Promise<string | null> {
+  const emptied = (name: string) => DERIVED_TABLES.has(name) && !options.withDerived;
   // drizzle's migrator, on a copy of drizzle/ whose journal stops at the archive's level
   const partial = join(work, "migrations");
   await mkdir(join(partial, "meta"), { recursive: true });
@@ -51,7 +63,7 @@ export async function loadDatabase(connection: ConnectionOptions, manifest: Mani
   for (const e of entries) await copyFile(join(migrationsFolder, `${e.tag}.sql`), join(partial, `${e.tag}.sql`));
   await writeFile(join(partial, "meta/_journal.json"), JSON.stringify({ ...journal, entries }));
 
-  const sql = postgres({ ...connection, max: 1, onnotice: () => {} });
+  const sql = typeof connection === "string" ? postgres(connection, { max: 1, onnotice: () => {} }) : postgres({ ...connection, max: 1, onnotice: () => {} });
   try {
     await migrate(drizzle(sql, { schema }), { migrationsFolder: partial });
     const applied = await sql<{ hash: string; created_at: string }[]>`select hash, created_at::text as created_at from drizzle.__drizzle_migrations order by created_at, id`;
@@ -69,7 +81,7 @@ export async function loadDatabase(connection: ConnectionOptions, manifest: Mani
       // derived tables (variants) are left empty, even from an archive that holds their rows: their objects are not
       // in any archive, and a row without its object would name nothing (made again on demand instead)
       for (const t of ordered) {
-        if (t.rows === 0 || DERIVED_TABLES.has(t.name)) continue;
+        if (t.rows === 0 || emptied(t.name)) continue;
         const sink = await tx.unsafe(`copy public.${quoteIdent(t.name)} (${t.columns.map(quoteIdent).join(", ")}) from stdin`).writable();
         await pipeline(createReadStream(join(work, `${t.name}.copy`)), sink);
       }
@@ -80,7 +92,7 @@ export async function loadDatabase(connection: ConnectionOptions, manifest: Mani
       }
       for (const t of ordered) {
         const [{ n }] = await tx.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${quoteIdent(t.name)}`);
-        if (n !== (DERIVED_TABLES.has(t.name) ? 0 : t.rows)) throw new BackupError(`restoring ${t.name}: ${t.rows} rows in the archive, ${n} in the table`);
+        if (n !== (emptied(t.name) ? 0 : t.rows)) throw new BackupError(`restoring ${t.name}: ${t.rows} rows in the archive, ${n} in the table`);
       }
       for (const s of manifest.database.sequences) {
         if (!manifest.database.tables.some((t) => t.name === s.table)) continue;
@@ -89,6 +101,10 @@ export async function loadDatabase(connection: ConnectionOptions, manifest: Mani
         );
         const value = Math.max(s.last_value ?? 0, Number(max ?? 0));
         if (value > 0) await tx`select setval(pg_get_serial_sequence(${`public.${quoteIdent(s.table)}`}, ${s.column}), ${value}::bigint, true)`;
+      }
+      for (const s of manifest.database.standalone_sequences ?? []) {
+        const [{ present }] = await tx<{ present: boolean }[]>`select to_regclass(${`public.${quoteIdent(s.sequence)}`}) is not null as present`;
+        if (present && s.last_value !== null) await tx`select setval(${`public.${quoteIdent(s.sequence)}`}::regclass, ${s.last_value}::bigint, true)`;
       }
     });
   } finally {
@@ -106,6 +122,11 @@ export async function loadDatabase(connection: ConnectionOptions, manifest: Mani
       });
     }
     await database.migrate(); // this build's newer migrations, if the archive is older
+    if (manifest.database.database_id) await setDatabaseId(database.db, manifest.database.database_id);
+    await database.db.execute(sqlTag`
+      select graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', d.id), run_at => greatest(coalesce(d.next_attempt_at, now()), now()),
+        job_key => 'webhook-delivery:' || d.id::text, job_key_mode => 'preserve_run_at', max_attempts => 10)
+      from webhook_deliveries d where d.status = 'pending'`);
   } finally {
     await database.close();
   }

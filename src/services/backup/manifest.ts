@@ -2,7 +2,17 @@
 import { readMigrationFiles } from "drizzle-orm/migrator";
 import { z } from "zod";
 import { migrationsFolder } from "../../db/client.ts";
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, BackupError, DEFAULT_ROOT_PREFIX, type Manifest, OBJECT_LIST, type ObjectList } from "./format.ts";
+import {
+  BACKUP_FORMAT,
+  BACKUP_FORMAT_VERSION,
+  BackupError,
+  DATA_DIR_FILES,
+  DEFAULT_ROOT_PREFIX,
+  type Manifest,
+  OBJECT_LIST,
+  type ObjectList,
+  READABLE_FORMAT_VERSIONS,
+} from "./format.ts";
 
 const count = z.number().int().min(0);
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
@@ -19,12 +29,15 @@ const ManifestShape = z.object({
     migrations: z.array(z.object({ tag: z.string().max(200).nullable(), hash: z.string().max(200), created_at: z.number() })).min(1),
     tables: z.array(z.object({ name: identifier, file: z.string(), columns: z.array(identifier).min(1), rows: count, bytes: count, sha256 })),
     sequences: z.array(z.object({ table: identifier, column: identifier, sequence: z.string().max(300), last_value: z.number().int().nullable() })),
+    standalone_sequences: z.array(z.object({ sequence: identifier, last_value: z.number().int().nullable() })).max(100).optional(),
+    database_id: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/).nullable().optional(),
   }),
+  webhooks: z.object({ sealed_with: z.array(z.string().regex(/^[0-9a-f]{8}$/)).max(100), key_file: z.string().regex(/^[0-9a-f]{8}$/).nullable() }).optional(),
   storage: z.object({
     roots: z.array(z.object({ prefix: z.string(), config_root: configuredPath.nullable(), strategy_ids: z.array(count) })),
     s3_strategy_ids: z.array(count),
   }),
-  files: z.array(z.object({ name: z.literal("admin-token"), bytes: count, sha256 })).max(1),
+  files: z.array(z.object({ name: z.enum(DATA_DIR_FILES), bytes: count, sha256 })).max(DATA_DIR_FILES.length),
 });
 
 const ObjectListShape = z.object({
@@ -41,8 +54,10 @@ const problems = (error: z.ZodError) => error.issues.slice(0, 10).map((i) => `${
 export function checkManifest(value: unknown): Manifest {
   const m = value as Manifest;
   if (m?.format !== BACKUP_FORMAT) throw new BackupError(`not a backup of this service (format ${JSON.stringify(m?.format)})`);
-  if (m.format_version !== BACKUP_FORMAT_VERSION) {
-    throw new BackupError(`the archive's format version is ${m.format_version}; this build reads version ${BACKUP_FORMAT_VERSION}: restore it with the version that made it (${m.app_version})`);
+  if (!READABLE_FORMAT_VERSIONS.includes(m.format_version)) {
+    throw new BackupError(
+      `the archive's format version is ${m.format_version}; this build reads versions ${READABLE_FORMAT_VERSIONS.join(" and ")} (it writes ${BACKUP_FORMAT_VERSION}): restore it with the version that made it (${m.app_version})`,
+    );
   }
   const shape = ManifestShape.safeParse(value);
   if (!shape.success) throw new BackupError("the archive's manifest is malformed: nothing was restored", problems(shape.error));
@@ -56,6 +71,7 @@ export function checkManifest(value: unknown): Manifest {
       );
     }
   }
+  if (new Set(m.files.map((f) => f.name)).size !== m.files.length) throw new BackupError("the manifest names one of DATA_DIR's files twice");
   const names = new Set<string>();
   for (const t of m.database.tables) {
     if (t.file !== `db/${t.name}.copy` || names.has(t.name)) throw new BackupError(`the manifest names an unexpected table: ${t.name}`);

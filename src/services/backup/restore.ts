@@ -12,7 +12,8 @@ import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { startEmbeddedPostgres } from "../../db/embedded.ts";
 import { LocationError, realLocation } from "../../storage/location.ts";
-import { ADMIN_TOKEN, BackupError, DERIVED_TABLES, fsyncDirectory, type RestoreSummary } from "./format.ts";
+import { parseKey, secretBox } from "../../webhooks/secret-box.ts";
+import { BackupError, DERIVED_TABLES, fsyncDirectory, type Manifest, type RestoreSummary } from "./format.ts";
 import { extractArchive, inspectArchive } from "./extract.ts";
 import { loadDatabase } from "./load.ts";
 import { verify } from "./manifest.ts";
@@ -24,6 +25,8 @@ export interface RestoreOptions {
   file: string;
   /** Directories outside DATA_DIR the operator confirms the archive's local roots may be restored to (roots.ts). */
   allowRoots?: string[];
+  /** WEBHOOK_SECRET_KEY as the restored server will read it: it then seals and opens with it, not with the archived key file. */
+  webhookSecretKey?: string;
 }
 
 /**
@@ -64,7 +67,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreSum
     await mkdir(work, { recursive: true, mode: 0o700 });
     const { manifest, objects, entries, directories } = await extractArchive(file, inspected, (name, entry) => {
       if (entry.kind === "table") return { target: join(work, `${entry.table}.copy`), mode: 0o600 };
-      if (entry.kind === "admin-token") return { target: join(main.path, ADMIN_TOKEN), mode: 0o600 };
+      if (entry.kind === "file") return { target: join(main.path, entry.name), mode: 0o600 };
       const root = plan.roots.get(entry.prefix)!;
       const base = root.base === null ? main.path : others.get(root.base)!.path;
       return { target: join(base, root.relative, ...entry.path.split("/")), mode: 0o644 };
@@ -90,6 +93,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreSum
       dropped_images: objects.dropped_images.length,
       s3_images: objects.s3_images,
       migrated_from: migratedFrom,
+      warnings: webhookKeyWarnings(manifest, options.webhookSecretKey),
       duration_ms: Math.round(performance.now() - t0),
     };
   } catch (e) {
@@ -99,4 +103,38 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreSum
     if (e instanceof BackupError) throw e;
     throw new BackupError(`restore failed, nothing was restored: ${(e as Error).message}`);
   }
+}
+
+/**
+ * Whether the restored server can open the archived webhook secrets: it will use WEBHOOK_SECRET_KEY when set, else the
+ * restored DATA_DIR/webhook-secret-key. A mismatch is said, not refused: nothing is lost (the key file is restored
+ * either way, and the server reads the environment when it starts), and the remedy is a variable to set or unset.
+ */
+function webhookKeyWarnings(manifest: Manifest, environmentKey: string | undefined): string[] {
+  const sealed = manifest.webhooks?.sealed_with ?? [];
+  if (sealed.length === 0) return [];
+  const file = manifest.webhooks?.key_file ?? null;
+  let environment: string | null = null;
+  if (environmentKey) {
+    try {
+      environment = secretBox(parseKey(environmentKey, "WEBHOOK_SECRET_KEY")).keyId;
+    } catch {}
+  }
+  const used = environmentKey ? environment : file;
+  const warnings: string[] = [];
+  for (const id of sealed) {
+    if (id === used) continue;
+    if (id === file) {
+      warnings.push(
+        `The webhook secrets are sealed with key ${id}, restored in DATA_DIR/webhook-secret-key, but WEBHOOK_SECRET_KEY is set (key ${environment ?? "unreadable"}) and a server uses it first: ` +
+          "start the server without WEBHOOK_SECRET_KEY (or with the key of the site that was backed up), or every delivery fails.",
+      );
+    } else {
+      warnings.push(
+        `Webhook secrets are sealed with key ${id}, which the archive does not hold (the site set WEBHOOK_SECRET_KEY): ` +
+          "start the server with that site's WEBHOOK_SECRET_KEY, or rotate each endpoint's secret.",
+      );
+    }
+  }
+  return warnings;
 }

@@ -7,7 +7,7 @@
  *  - under directories the operator confirms on the command line (`--allow-root DIR`, repeatable; DIR or at least
  *    its parent must exist: nothing is created above it);
  * and never into DATA_DIR/postgres (the database directory), nor into a root that holds it, nor into the files the
- * server reads from DATA_DIR (admin-token, server.lock, the legacy db/). Places are compared as they are, not as
+ * server reads from DATA_DIR (admin-token, webhook-secret-key, server.lock, the legacy db/). Places are compared as they are, not as
  * they are spelled: each root's real path is the realpath of its deepest existing ancestor with the rest appended
  * (storage/location.ts), so a symlink or `..` leads nowhere it could not lead by its plain name, and a dangling
  * symlink (which would write wherever it is later pointed) is refused. Every root is checked before anything is
@@ -18,7 +18,7 @@ import { isWithin, LocationError, realLocation } from "../../storage/location.ts
 import { BackupError, type Manifest } from "./format.ts";
 
 /** DATA_DIR entries a root may not be, or be inside: the server reads them, a restore never writes objects there. */
-const RESERVED = ["postgres", "admin-token", "server.lock", "db"];
+const RESERVED = ["postgres", "admin-token", "webhook-secret-key", "server.lock", "db"];
 
 export interface RootPlan {
   /** Roots by archive prefix: the base they are staged in (`null`: DATA_DIR) and their path below it. */
