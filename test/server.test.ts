@@ -29,7 +29,8 @@ function start(env: Record<string, string>) {
   delete cleanEnv.ADMIN_TOKEN;
   return Bun.spawn(["bun", "run", "src/server.ts"], {
     cwd: root,
-    env: { ...cleanEnv, HOST: "127.0.0.1", ...env },
+    // PORT 0 unless a test names one: the suite must pass beside a server on the default port
+    env: { ...cleanEnv, HOST: "127.0.0.1", PORT: "0", ...env },
     stdout: "pipe",
     stderr: "pipe",
   });
