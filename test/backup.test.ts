@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createApp } from "../src/app.ts";
+import { readDatabaseId } from "../src/db/repositories/database-identity.ts";
 import { type Database, openEmbedded } from "../src/db/client.ts";
 import { runningServerConnection } from "../src/db/embedded.ts";
 import { seedDatabase } from "../src/db/seed.ts";
@@ -309,6 +310,39 @@ describe.skipIf(onPostgres)("backup and restore of the embedded DATA_DIR", () =>
       expect(readdirSync(target)).toEqual([]);
       expect(existsSync(customRoot)).toBe(false);
       noStaging(target);
+    });
+  });
+
+  test("the archive names the database's identity and its sequences of no column; an archive of format 1 (without them) still restores", async () => {
+    const base = join(work, "format-2.tar");
+    await createBackup({ dataDir: sourceDir, file: base });
+    const entries = await new Bun.Archive(readFileSync(base)).files();
+    const manifest = JSON.parse(await entries.get("manifest.json")!.text());
+    expect(manifest.format_version).toBe(2);
+    expect(manifest.database.database_id).toBe(await readDatabaseId(database.db));
+    expect(manifest.database.standalone_sequences.map((s: { sequence: string }) => s.sequence)).toContain("webhook_event_seq");
+    expect(manifest.webhooks).toEqual({ sealed_with: [], key_file: null });
+
+    // as the previous build wrote it: format 1, no identity, no webhook key, no sequences of no column
+    manifest.format_version = 1;
+    delete manifest.webhooks;
+    delete manifest.database.database_id;
+    delete manifest.database.standalone_sequences;
+    const rebuilt: Record<string, Blob | string> = { "manifest.json": JSON.stringify(manifest) };
+    for (const [name, file] of entries) if (!(name in rebuilt)) rebuilt[name] = file;
+    const archive = join(work, "format-1.tar");
+    writeFileSync(archive, await new Bun.Archive(rebuilt).bytes());
+    const target = join(work, "restored-format-1");
+    await withCustomRootAside(async () => {
+      const summary = await restoreBackup({ dataDir: target, file: archive, allowRoots: [customRoot] });
+      expect(summary.warnings).toEqual([]);
+      const copy = await openEmbedded(target);
+      try {
+        expect(await readDatabaseId(copy.db)).toBeNull(); // written at first use, like any database's
+        expect((await snapshot(copy)).images).toEqual((await snapshot(database)).images);
+      } finally {
+        await copy.close();
+      }
     });
   });
 
