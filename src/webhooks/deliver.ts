@@ -217,9 +217,14 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
   }
   if (!sends.admits(row.endpoint_id, row.owner_id, limits)) {
     // no worker waits for a slot: the job goes back, due when every send holding one has met its deadline, and
-    // the first slot freed here wakes it sooner
-    sends.waiting.set(id, { endpointId: row.endpoint_id, ownerId: row.owner_id });
+    // the first slot freed here wakes it sooner. It is listed as waiting only once put back (a wake-up written
+    // before would be overwritten); a slot freed meanwhile wakes it at once.
     await deps.db.execute(jobIn(id, timeoutMs + 1_000));
+    if (!sends.admits(row.endpoint_id, row.owner_id, limits)) {
+      sends.waiting.set(id, { endpointId: row.endpoint_id, ownerId: row.owner_id });
+      return "waiting";
+    }
+    await deps.db.execute(jobIn(id, 0));
     return "waiting";
   }
   sends.take(id, row.endpoint_id, row.owner_id);
