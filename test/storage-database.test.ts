@@ -49,7 +49,7 @@ function place(root: string, path: string, at: Date) {
   utimesSync(full, at, at);
 }
 
-const locationOf = (report: { locations: { strategies: { id: number }[] }[] }, id: number) => report.locations.find((l) => l.strategies.some((s) => s.id === id))!;
+const locationOf = (report: { locations: any[] }, id: number): any => report.locations.find((l) => l.strategies.some((s: { id: number }) => s.id === id));
 
 describe("local storage and its database", () => {
   let a: TestContext; // the database that wrote the DATA_DIR
