@@ -10,7 +10,11 @@
  *                                   --quick: ~2): replaces their section of BENCHMARKS.md (the full run runs them at its end)
  *   bun run bench --only webhooks   only issue 19's webhook cells (scripts/bench/webhooks.ts, ~3–5 minutes; --quick: ~1):
  *                                   replaces their section of BENCHMARKS.md (the full run runs them after the pages)
- *   options: --out FILE (write the report there; with --quick too), --no-write
+ *   bun run bench --only compare --baseline REF
+ *                                   only the upload and serving cells against commit REF, side by side
+ *                                   (scripts/bench/compare.ts, ~6 minutes; --quick: ~2); the full run runs them at its
+ *                                   end when --baseline is given
+ *   options: --out FILE (write the report there; with --quick too), --no-write, --baseline REF
  *
  * What runs, all on 127.0.0.1:
  * - the server (`bun run src/server.ts`, with the environment package.json's "server" script sets) as its own
@@ -58,6 +62,7 @@ import { cleanup, fmt, freshDatabase, interrupted, markdownTable, onCleanup, ROO
 import { PAGE_CELLS_BUDGET_S, PAGES_HEADING, runPageCells, writePagesSection } from "./bench/pages.ts";
 import { IMAGE_CELLS_BUDGET_S, IMAGES_HEADING, runImageCells, writeImagesSection } from "./bench/variants.ts";
 import { runWebhookCells, WEBHOOK_CELLS_BUDGET_S, WEBHOOKS_HEADING, writeWebhooksSection } from "./bench/webhooks.ts";
+import { COMPARE_CELLS_BUDGET_S, COMPARE_HEADING, runCompareCells, writeCompareSection } from "./bench/compare.ts";
 import { Wrk, type WrkResult } from "./bench/wrk.ts";
 
 // ---------------------------------------------------------------- options
@@ -69,12 +74,13 @@ const OUT = outArg >= 0 ? resolve(argv[outArg + 1] ?? "") : QUICK || argv.includ
 const COMMAND = `bun run bench${argv.length ? ` ${argv.join(" ")}` : ""}`;
 const onlyArg = argv.indexOf("--only");
 const ONLY = onlyArg >= 0 ? (argv[onlyArg + 1] ?? "") : null;
-if (ONLY !== null && ONLY !== "images" && ONLY !== "pages" && ONLY !== "webhooks") {
-  console.error(
-    `bench: --only ${ONLY}: the parts that run alone are "images" (issue 17's image cells), "pages" (issue 18's pages at scale) and "webhooks" (issue 19's webhook cells)`,
-  );
+const PARTS = ["images", "pages", "webhooks", "compare"];
+if (ONLY !== null && !PARTS.includes(ONLY)) {
+  console.error(`bench: --only ${ONLY}: the parts that run alone are ${PARTS.map((p) => `"${p}"`).join(", ")}`);
   process.exit(2);
 }
+const baselineArg = argv.indexOf("--baseline");
+const BASELINE = baselineArg >= 0 ? argv[baselineArg + 1] : undefined;
 
 const cfg = QUICK
   ? { rounds: 1, serveSeconds: 1, uploadSeconds: 2, listSeconds: 1, settleMs: 100, listSizes: [1_000, 100_000], wrkWarmup: false, budgetS: 170 }
@@ -87,7 +93,9 @@ const BUDGET_S =
       ? PAGE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60
       : ONLY === "webhooks"
         ? WEBHOOK_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60
-        : cfg.budgetS;
+        : ONLY === "compare"
+          ? COMPARE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] + 60
+          : cfg.budgetS + (BASELINE ? COMPARE_CELLS_BUDGET_S[QUICK ? "quick" : "full"] : 0);
 const PG_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const UPLOAD_ACCOUNTS = 4;
 
@@ -591,6 +599,25 @@ async function main() {
     await imageCells(tools);
     await pageCells(tools);
     await webhookCells();
+    if (BASELINE) await compareCells(tools);
+  }
+}
+
+/** The upload and serving cells against --baseline (scripts/bench/compare.ts): printed, and their section of OUT replaced. */
+async function compareCells(tools?: Awaited<ReturnType<typeof ensureTools>>) {
+  let section: string;
+  try {
+    section = (await runCompareCells({ quick: QUICK, command: COMMAND, log, tools: tools ?? (await ensureTools()), pgUrl: PG_URL, baseline: BASELINE })).section;
+  } catch (e) {
+    if (interrupted) throw e;
+    console.error(e);
+    code = 1;
+    section = `${COMPARE_HEADING}\n\nNot measured by \`${COMMAND}\` on ${new Date().toISOString()}: ${(e as Error).message.split("\n")[0]}\n`;
+  }
+  console.log(`\n${section}`);
+  if (OUT) {
+    writeCompareSection(OUT, section);
+    console.log(`wrote the section "${COMPARE_HEADING.slice(3)}" of ${OUT}`);
   }
 }
 
@@ -810,6 +837,7 @@ try {
   if (ONLY === "images") await imageCells();
   else if (ONLY === "pages") await pageCells();
   else if (ONLY === "webhooks") await webhookCells();
+  else if (ONLY === "compare") await compareCells();
   else await main();
 } catch (e) {
   if (!interrupted) console.error(e);

@@ -50,10 +50,10 @@ async function stopProcess(proc: { pid: number; kill(signal?: number | NodeJS.Si
  * The environment assignments that package.json's "server" script puts before `bun run src/server.ts`
  * (e.g. `UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}`), so the benchmark starts the server as `bun run server` does.
  */
-export function serverScriptEnv(): Record<string, string> {
+export function serverScriptEnv(root = ROOT): Record<string, string> {
   const env: Record<string, string> = {};
   try {
-    const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.server ?? "";
+    const script: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts?.server ?? "";
     for (const m of script.matchAll(/(?:^|\s)([A-Z_][A-Z0-9_]*)=(\$\{\1:-([^}]*)\}|\S+)(?=\s)/g)) {
       const [, name, value, fallback] = m;
       env[name!] = fallback !== undefined ? (process.env[name!] ?? fallback) : value!;
@@ -68,14 +68,22 @@ export function serverScriptEnv(): Record<string, string> {
  * default (4 bodies at once per address) would refuse most of 16 concurrent uploads with 429. LOG_OBJECT_REQUESTS
  * is false, as the reference nginx runs without an access log.
  */
-export async function startAppServer(opts: { label: string; dataDir: string; adminToken: string; databaseUrl?: string }): Promise<AppServer> {
+export async function startAppServer(opts: {
+  label: string;
+  dataDir: string;
+  adminToken: string;
+  databaseUrl?: string;
+  /** The checkout whose server runs (another commit's, for a comparison); this one by default. */
+  root?: string;
+}): Promise<AppServer> {
+  const root = opts.root ?? ROOT;
   const port = freePort();
   const base = `http://127.0.0.1:${port}`;
   const startedAt = performance.now();
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   delete env.DATABASE_URL;
-  Object.assign(env, serverScriptEnv(), {
+  Object.assign(env, serverScriptEnv(root), {
     PORT: String(port),
     HOST: "127.0.0.1",
     BASE_URL: base,
@@ -92,7 +100,7 @@ export async function startAppServer(opts: { label: string; dataDir: string; adm
   const logFile = `${opts.dataDir}.server-${port}.log`; // beside DATA_DIR, which the server makes itself
   // BENCH_CPU_PROF=DIR: each server writes a CPU profile (markdown) into DIR when it stops — where a page spends its time
   const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const proc = Bun.spawn([process.execPath, ...prof, "run", "src/server.ts"], { cwd: ROOT, env, stdout: Bun.file(logFile), stderr: "pipe", stdin: "ignore" });
+  const proc = Bun.spawn([process.execPath, ...prof, "run", "src/server.ts"], { cwd: root, env, stdout: Bun.file(logFile), stderr: "pipe", stdin: "ignore" });
   const out = () => {
     try {
       return readFileSync(logFile, "utf8").slice(-8000);
