@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { S3Client } from "bun";
 import { sql } from "drizzle-orm";
 import sharp from "sharp";
+import { DecoderPool } from "../src/images/decoder.ts";
 import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
+import { variantsFor } from "../src/services/variants.ts";
+import { decoders } from "../src/services/work-queue.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { type LocalS3, startLocalS3 } from "./support/s3rver.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
@@ -129,5 +132,29 @@ describe("variants on an S3 strategy", () => {
     const again = await ctx.request(`/i/${d.pathname}?w=320&format=webp`, { headers: { "x-forwarded-for": "198.51.100.43" } });
     expect(again.status).toBe(302);
     expect(new URL(again.headers.get("location")!).pathname.slice("/images/".length)).toBe(live);
+  });
+
+  test("a variant over the decode budget: 302 to the original, briefly cached; the AVIF made in the background is the next answer", async () => {
+    const d = expectStatus(await ctx.upload(user.token, { bytes: await makeNoisyJpeg(900, 600), filename: "over.jpg", contentType: "image/jpeg" }), 200).data;
+    const tiny = new DecoderPool(1, 0.001); // any real variant overruns 1 ms of CPU: its process is killed
+    const real = decoders.variant;
+    let calls = 0;
+    decoders.variant = (...args: Parameters<typeof real>) => (++calls === 1 ? tiny.variant(...args) : real.apply(decoders, args));
+    try {
+      const ask = () => ctx.request(`/i/${d.pathname}?w=320&format=auto`, { headers: { "x-forwarded-for": "198.51.100.44", accept: "image/avif,image/webp,*/*" } });
+      const first = await ask();
+      expect(first.status).toBe(302);
+      expect(first.headers.get("location")).toBe(d.url);
+      expect(first.headers.get("cache-control")).toBe("public, max-age=60");
+      expect(first.headers.get("vary")).toBe("Accept");
+      await variantsFor(ctx.deps).settled();
+      expect(calls).toBe(2);
+      const later = await ask();
+      expect(later.status).toBe(302);
+      expect(later.headers.get("location")).toMatch(/_320_[\w-]+\.avif$/);
+      expect(later.headers.get("cache-control")).toBe("public, max-age=86400");
+    } finally {
+      decoders.variant = real;
+    }
   });
 });

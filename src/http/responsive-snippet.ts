@@ -12,6 +12,9 @@
  * - No AVIF source for a GIF: an animated GIF's variants keep the animation, which AVIF variants do not.
  * - `sizes` (on every source: a source without it means 100vw) is the viewport's width up to a 640-px column, or
  *   the image's own width when it is narrower.
+ * - Every address it names answers an image: a browser does not try the next source after an error, so a variant
+ *   that cannot be had now is answered with a fallback down the chain AVIF → WebP → the original's format → the
+ *   original, briefly cached (docs/decisions/variant-fallback.md); test/variants-fallback.test.ts asks for each.
  */
 import { LADDER } from "../services/variants.ts";
 import { escapeHtml } from "./image-resource.ts";

@@ -4,7 +4,7 @@ import type { Strategy } from "../db/repositories/strategies.ts";
 import { boundsForImage, findVariant, forgetVariant, recordVariant, type VariantRow } from "../db/repositories/variants.ts";
 import type { VariantFormat } from "../db/schema.ts";
 import { AppError, badRequest } from "../errors.ts";
-import { DecodeOverBudget } from "../images/decoder.ts";
+import { DecodeFailed, DecodeOverBudget } from "../images/decoder.ts";
 import { type Storage, StorageError } from "../storage/index.ts";
 import { logFor } from "../observability/log.ts";
 import { addressBucket } from "./address.ts";
@@ -22,7 +22,12 @@ import { decoders, imageWork } from "./work-queue.ts";
  * - A width at or above the original's is the original's width: one variant per format for all of those ladder
  *   entries (the original's pixels re-encoded), and when the format is also the original's, the original itself.
  * - Per image, at most (LADDER.length + 1) widths × 4 formats, less the original itself (+ a GIF per width for an
- *   animated GIF), each at most the group's max_file_size_kb: a bigger result is refused, not stored.
+ *   animated GIF), each at most the group's max_file_size_kb: a bigger result is not stored.
+ * - A variant that cannot be had now (VariantUnavailable: over the decode budget, a damaged original, too large, the
+ *   client's cold budget spent, the queue full, the storage failing) is never an error: the object server answers a
+ *   fallback with a short cache lifetime, and the better format is made in the background
+ *   (docs/decisions/variant-fallback.md). Only what the client can fix (the grammar, a format an animation cannot
+ *   take) is a 400.
  */
 export const LADDER = [160, 320, 640, 1280, 1920, 2560] as const;
 export const FORMATS = ["webp", "avif", "jpeg", "png", "auto"] as const;
@@ -132,10 +137,41 @@ export const variantMime = (format: VariantFormat) => MIME[format];
 const FAILURE_MS = 10 * 60_000;
 /** An overrun may be the machine's load (the budget caps wall time too): it is remembered for a minute only. */
 const OVERRUN_MS = 60_000;
-
-/** A variant that overran the decode budget (its 400 says so). */
-class VariantOverBudget extends AppError {}
 const FAILURES_MAX = 10_000;
+
+/**
+ * Why a variant cannot be had now, none of it the client's to fix (docs/decisions/variant-fallback.md): the request
+ * is answered with a fallback (a stored variant of a lower format at that width, else the original), never an error.
+ * - over_budget: the decode process overran the decode budget (CPU, or wall time under load);
+ * - undecodable: the decoder refused the original (damaged), or it is larger than the group's pixel limit;
+ * - too_large: the result is larger than the group's max_file_size_kb (in this format);
+ * - throttled: the client's address has used its cold budget for this minute;
+ * - busy: the image work queue is full;
+ * - storage: the storage failed to read the original or to write the variant.
+ */
+export type UnavailableCause = "over_budget" | "undecodable" | "too_large" | "throttled" | "busy" | "storage";
+
+export class VariantUnavailable extends Error {
+  constructor(
+    readonly kind: UnavailableCause,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The fallback chain of the snippet and of `auto` (AVIF, then WebP, then the original's format): what may stand in for `format`. */
+export function fallbackFormats(source: Pick<VariantSource, "image" | "animated">, format: VariantFormat): VariantFormat[] {
+  const own = ORIGINAL_FORMAT[source.image.mimetype] ?? "jpeg";
+  const chain: VariantFormat[] = source.animated ? ["webp", own] : ["avif", "webp", own];
+  const at = chain.indexOf(format);
+  return [...new Set(at >= 0 ? chain.slice(at + 1) : [own])].filter((f) => f !== format);
+}
+
+/** Background generations (made after a fallback was served) pending per instance at most; more are dropped. */
+export const BACKGROUND_MAX = 8;
+/** The image work queue's subject of background generations: one turn in its round robin, like any caller. */
+const BACKGROUND_SUBJECT = "variants:background";
 
 /** A fixed one-minute window per address bucket, per instance. */
 class ColdBudget {
@@ -171,14 +207,21 @@ export class Variants {
   readonly budget = new ColdBudget(COLD_PER_MINUTE);
   /**
    * Variants that could not be made (the decoder refused the original, the budget ran out, the result was too large):
-   * answered with the same 400 for FAILURE_MS (an overrun of the budget, which load can cause: OVERRUN_MS) without another decode, so that asking again — from any number of
-   * addresses — costs nothing. Per instance, at most FAILURES_MAX entries (the oldest go first).
+   * the same VariantUnavailable for FAILURE_MS (an overrun of the budget, which load can cause: OVERRUN_MS) without
+   * another decode, so that asking again — from any number of addresses — costs nothing but the fallback. A variant
+   * made later (in the background) clears its entry. Per instance, at most FAILURES_MAX entries (the oldest go first).
    */
-  private readonly failures = new Map<string, { until: number; error: AppError }>();
+  private readonly failures = new Map<string, { until: number; error: VariantUnavailable }>();
+  /** Background generations pending, by the key of the variant whose failure started them. */
+  private readonly background = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: Deps) {}
 
-  /** The stored variant's row, made now when there is none (counted against `client`'s cold budget). */
+  /**
+   * The stored variant's row, made now when there is none (counted against `client`'s cold budget). Throws
+   * VariantUnavailable when it cannot be had now (the caller serves a fallback), an AppError 404 when the original
+   * is gone.
+   */
   async obtain(source: VariantSource, width: number, format: VariantFormat, client: string): Promise<VariantRow> {
     const key = variantKey(source.image.id, width, format);
     const running = this.inFlight.get(key);
@@ -191,23 +234,78 @@ export class Variants {
     const again = this.inFlight.get(key); // started while we looked
     if (again) return again;
     const bucket = addressBucket(client);
-    const wait = this.budget.take(bucket, Date.now());
-    if (wait !== null) {
-      throw new AppError("too_many_requests", `Too many new variants asked for from your address: at most ${this.budget.perMinute} a minute.`, undefined, {
-        "retry-after": String(wait),
-      });
+    if (this.budget.take(bucket, Date.now()) !== null) {
+      throw new VariantUnavailable("throttled", `Too many new variants asked for from your address: at most ${this.budget.perMinute} a minute.`);
     }
-    const made = this.generate(source, width, format, `ip:${bucket}`)
+    return this.start(source, width, format, `ip:${bucket}`, (e) => this.later(source, width, format, e, bucket));
+  }
+
+  /** A stored variant (no generation): a fallback's candidate. */
+  stored(source: VariantSource, width: number, format: VariantFormat): Promise<VariantRow | null> {
+    return findVariant(this.deps.db, source.image.id, width, format);
+  }
+
+  /** Generates once per key (joined by concurrent askers); a failure the next ask would meet again is remembered. */
+  private start(source: VariantSource, width: number, format: VariantFormat, subject: string, onFailure?: (e: VariantUnavailable) => void): Promise<VariantRow> {
+    const key = variantKey(source.image.id, width, format);
+    const made = this.generate(source, width, format, subject)
+      .then((row) => {
+        this.failures.delete(key);
+        return row;
+      })
       .catch((e) => {
-        if (e instanceof AppError && e.status === 400) this.remember(key, e, e instanceof VariantOverBudget ? OVERRUN_MS : FAILURE_MS);
-        throw e;
+        const cause = e instanceof VariantUnavailable ? e : unexpected(this.deps, e);
+        if (!cause) throw e;
+        if (cause.kind === "over_budget") this.remember(key, cause, OVERRUN_MS);
+        else if (cause.kind === "undecodable" || cause.kind === "too_large") this.remember(key, cause, FAILURE_MS);
+        if (cause.kind !== "busy") {
+          logFor(this.deps).warn({ image_id: source.image.id, width, format, cause: cause.kind, reason: cause.message }, "variant: not made now; a fallback is served");
+        }
+        onFailure?.(cause);
+        throw cause;
       })
       .finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, made);
     return made;
   }
 
-  private remember(key: string, error: AppError, forMs: number) {
+  /**
+   * After a failure, the better format is made in the background, so that a later request gets it: an overrun (load
+   * may have caused it) tries the same variant again, then the lower formats; a result too large tries the lower
+   * formats. A damaged original, a throttled client, a full queue or a failing storage start nothing. Each generation
+   * is charged to the client's cold budget (a client causes no more generations than it could ask for) and queued as
+   * one subject of the image work queue; at most BACKGROUND_MAX chains per instance, one per variant.
+   */
+  private later(source: VariantSource, width: number, format: VariantFormat, failure: VariantUnavailable, bucket: string) {
+    const key = variantKey(source.image.id, width, format);
+    const chain = failure.kind === "over_budget" ? [format, ...fallbackFormats(source, format)] : failure.kind === "too_large" ? fallbackFormats(source, format) : [];
+    const own = ORIGINAL_FORMAT[source.image.mimetype];
+    const formats = chain.filter((f) => !(f === own && width === source.image.width)); // that one is the original itself
+    if (formats.length === 0 || this.background.has(key) || this.background.size >= BACKGROUND_MAX) return;
+    const run = (async () => {
+      for (const f of formats) {
+        const k = variantKey(source.image.id, width, f);
+        if (await this.stored(source, width, f)) return;
+        if (this.budget.take(bucket, Date.now()) !== null) return;
+        try {
+          await (this.inFlight.get(k) ?? this.start(source, width, f, BACKGROUND_SUBJECT));
+          return;
+        } catch (e) {
+          if (!(e instanceof VariantUnavailable) || (e.kind !== "over_budget" && e.kind !== "too_large")) return;
+        }
+      }
+    })()
+      .catch((e) => logFor(this.deps).error({ err: e, image_id: source.image.id }, "variant: the background generation failed"))
+      .finally(() => this.background.delete(key));
+    this.background.set(key, run);
+  }
+
+  /** Resolves when the background generations pending now are done (tests, a graceful stop). */
+  async settled(): Promise<void> {
+    while (this.background.size > 0) await Promise.all([...this.background.values()]);
+  }
+
+  private remember(key: string, error: VariantUnavailable, forMs: number) {
     if (this.failures.size >= FAILURES_MAX) this.failures.delete(this.failures.keys().next().value!);
     this.failures.set(key, { until: Date.now() + forMs, error });
   }
@@ -223,21 +321,28 @@ export class Variants {
     const bounds = await boundsForImage(deps.db, image.userId);
     if (!bounds) throw new AppError("internal", "The image's group is missing.");
     if (image.width * image.height > bounds.maxPixels) {
-      throw badRequest(`The image has ${image.width}×${image.height} pixels; variants are made of images of at most ${bounds.maxPixels} pixels.`);
+      throw new VariantUnavailable("undecodable", `The image has ${image.width}×${image.height} pixels; variants are made of images of at most ${bounds.maxPixels} pixels.`);
     }
     const storage = deps.storage.for(source.strategy);
     const file = storage.readableFile(image.path);
     const input = file ? { file: file.name! } : await readOriginal(deps, source.strategy.id, storage, image.path);
-    const bytes = await imageWork.run(subject, () =>
-      decoders
-        .variant(input, { width, format, quality: QUALITY[format], maxPixels: bounds.maxPixels, animated: source.animated })
-        .catch((e: Error): never => {
-          if (e instanceof DecodeOverBudget) throw new VariantOverBudget("bad_request", `The variant takes more than ${e.seconds} seconds to make.`);
-          throw badRequest(`The variant could not be made: ${e.message.slice(0, 200)}`);
-        }),
-    );
+    const bytes = await imageWork
+      .run(subject, () =>
+        decoders
+          .variant(input, { width, format, quality: QUALITY[format], maxPixels: bounds.maxPixels, animated: source.animated })
+          .catch((e: Error): never => {
+            if (e instanceof DecodeOverBudget) throw new VariantUnavailable("over_budget", `The variant takes more than ${e.seconds} seconds to make.`);
+            if (e instanceof DecodeFailed) throw new VariantUnavailable("undecodable", `The variant could not be made: ${e.message.slice(0, 200)}`);
+            throw e;
+          }),
+      )
+      .catch((e: unknown): never => {
+        // the queue's own refusal (its bounds are full); the job's errors pass through
+        if (e instanceof AppError && e.status === 429) throw new VariantUnavailable("busy", e.message);
+        throw e;
+      });
     if (bytes.byteLength > bounds.maxFileSizeKb * 1024) {
-      throw badRequest(`The variant would be ${Math.ceil(bytes.byteLength / 1024)} KB, more than the ${bounds.maxFileSizeKb} KB an upload may be: ask for another format or width.`);
+      throw new VariantUnavailable("too_large", `The variant would be ${Math.ceil(bytes.byteLength / 1024)} KB, more than the ${bounds.maxFileSizeKb} KB an upload may be.`);
     }
     const path = variantPath(image.path, width, format);
     // as an upload's objects: queued as pending removals before the write, taken back by the record step
@@ -249,7 +354,7 @@ export class Variants {
         await lease.giveUp();
         if (!(e instanceof StorageError)) throw e;
         logFor(deps).error({ err: e, strategy_id: source.strategy.id }, "variant: the storage failed; nothing was stored");
-        throw new AppError("internal", "The storage service failed; the variant was not stored.");
+        throw new VariantUnavailable("storage", "The storage service failed; the variant was not stored.");
       }
       const outcome = await recordVariant(deps.db, { imageId: image.id, width, format, path, size: bytes.byteLength }, lease.ids).catch(async (e) => {
         await lease.giveUp();
@@ -266,6 +371,16 @@ export class Variants {
       lease.stop();
     }
   }
+}
+
+/**
+ * An error no variant cause names (a database or programming error): logged, and a fallback served all the same (the
+ * original's facts are known); a 404 (the image is gone) stays a 404.
+ */
+function unexpected(deps: Deps, e: unknown): VariantUnavailable | null {
+  if (e instanceof AppError && e.status === 404) return null;
+  logFor(deps).error({ err: e instanceof AppError ? (e.cause ?? e) : e }, "variant: failed");
+  return new VariantUnavailable("storage", "The variant could not be made now.");
 }
 
 /** `variants/<the image's folder>/<its stem>_<width>_<random>.<ext>`: a fresh name per generation, never overwritten. */
@@ -287,7 +402,7 @@ async function readOriginal(deps: Deps, strategyId: number, storage: Storage, pa
     if (!(e instanceof StorageError)) throw e;
     if (e.missing) throw new AppError("not_found", "Not found.");
     logFor(deps).error({ err: e, strategy_id: strategyId }, "variant: the storage failed to read the original");
-    throw new AppError("internal", "The storage service failed; the variant was not made.");
+    throw new VariantUnavailable("storage", "The storage service failed; the variant was not made.");
   }
 }
 

@@ -10,11 +10,27 @@ import { parseRange } from "../../http/range.ts";
 import { clientAddress, socketAddress } from "../../http/auth.ts";
 import { AppError } from "../../errors.ts";
 import { logFor } from "../../observability/log.ts";
-import { parseVariantQuery, resolveVariant, type VariantQuery, type VariantSource, variantKey, variantMime, variantsFor } from "../../services/variants.ts";
+import {
+  fallbackFormats,
+  parseVariantQuery,
+  resolveVariant,
+  type VariantQuery,
+  type VariantSource,
+  VariantUnavailable,
+  variantKey,
+  variantMime,
+  variantsFor,
+} from "../../services/variants.ts";
+import type { VariantFormat } from "../../db/schema.ts";
 import type { VariantRow } from "../../db/repositories/variants.ts";
 import sharp from "sharp";
 
 const ONE_YEAR = 31_536_000;
+/**
+ * A fallback (served when a variant cannot be had now) is cached this long only, never `immutable`: the better
+ * format, made in the background, replaces it at the same address (docs/decisions/variant-fallback.md).
+ */
+export const FALLBACK_MAX_AGE = 60;
 const storedPathShape = /^[A-Za-z0-9_.\/-]{1,300}$/;
 const securityHeaders = {
   "x-content-type-options": "nosniff",
@@ -84,7 +100,8 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
   /**
    * A variant (issue 17 §3): the query was parsed (a 400 before the database for anything outside the grammar); made
    * on its first request, then served like an original from the image's own storage — or, where the storage serves
-   * its own addresses (S3), by a redirect to the stored object, as the image's own `url` points there.
+   * its own addresses (S3), by a redirect to the stored object, as the image's own `url` points there. A variant
+   * that cannot be had now is answered with a fallback (serveFallback), never an error the client cannot fix.
    */
   async function serveVariant(request: Request, path: string, facts: ObjectFacts, query: VariantQuery, now: Date, client: () => string) {
     const source = facts.source;
@@ -117,7 +134,15 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
     const key = variantKey(source.image.id, resolved.width, resolved.format);
     const variants = variantsFor(deps);
     for (let attempt = 0; ; attempt++) {
-      const row = knownVariants.get(key) ?? (await variants.obtain(source, resolved.width, resolved.format, client()));
+      let row = knownVariants.get(key);
+      if (!row) {
+        try {
+          row = await variants.obtain(source, resolved.width, resolved.format, client());
+        } catch (e) {
+          if (!(e instanceof VariantUnavailable)) throw e;
+          return serveFallback(request, path, facts, source, resolved.width, resolved.format, now, vary, gone);
+        }
+      }
       const blob = storage.readableFile(row.path);
       if (!blob) {
         if (await gone()) return notFound();
@@ -137,6 +162,49 @@ export function objectServer(deps: Deps): (request: Request, server?: SocketInfo
       const lastModified = new Date(Math.floor(row.createdAt.getTime() / 1000) * 1000);
       return serveFile(request, blob, facts, now, { "content-type": variantMime(resolved.format), etag, "last-modified": lastModified.toUTCString(), ...vary });
     }
+  }
+
+  /**
+   * What stands in for a variant that cannot be had now: the stored variant of the next format down the chain
+   * (AVIF, then WebP, then the original's format) at the same width, else the original itself; never generated
+   * here (the background does that), so a fallback costs what serving a stored object costs. Cached FALLBACK_MAX_AGE
+   * seconds, not remembered as the variant.
+   */
+  async function serveFallback(
+    request: Request,
+    path: string,
+    facts: ObjectFacts,
+    source: NonNullable<ObjectFacts["source"]>,
+    width: number,
+    format: VariantFormat,
+    now: Date,
+    vary: { vary: string } | undefined,
+    gone: () => Promise<boolean>,
+  ) {
+    const storage = deps.storage.for(facts.strategy);
+    const variants = variantsFor(deps);
+    for (const f of fallbackFormats(source, format)) {
+      const key = variantKey(source.image.id, width, f);
+      const row = knownVariants.get(key) ?? (await variants.stored(source, width, f).catch(() => null));
+      if (!row) continue;
+      const blob = storage.readableFile(row.path);
+      if (!blob) {
+        if (await gone()) return notFound();
+        return redirect(storage.url(row.path), vary, FALLBACK_MAX_AGE);
+      }
+      if (!(await blob.exists())) continue;
+      remember(key, row);
+      const etag = `"v-${source.sha1}-${width}-${f}"`;
+      const lastModified = new Date(Math.floor(row.createdAt.getTime() / 1000) * 1000);
+      return serveFile(request, blob, facts, now, { "content-type": variantMime(f), etag, "last-modified": lastModified.toUTCString(), ...vary }, FALLBACK_MAX_AGE);
+    }
+    const blob = storage.readableFile(path);
+    if (!blob) return (await gone()) ? notFound() : redirect(storage.url(path), vary, FALLBACK_MAX_AGE);
+    if (!(await blob.exists())) {
+      known.delete(path);
+      return notFound();
+    }
+    return serveFile(request, blob, facts, now, { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString(), ...vary }, FALLBACK_MAX_AGE);
   }
 
   function remember(key: string, row: VariantRow) {
@@ -197,12 +265,19 @@ function serveFile(
   facts: ObjectFacts,
   now: Date,
   own: { "content-type": string; etag: string; "last-modified": string; vary?: string },
+  /** A fallback's lifetime in seconds (never immutable); the object's own otherwise. */
+  shortMaxAge?: number,
 ): Response {
   const maxAge = facts.expiredAt ? Math.max(0, Math.floor((facts.expiredAt.getTime() - now.getTime()) / 1000)) : ONE_YEAR;
   const headers: Record<string, string> = {
     ...securityHeaders,
     ...own,
-    "cache-control": facts.expiredAt ? `public, max-age=${maxAge}` : `public, max-age=${ONE_YEAR}, immutable`,
+    "cache-control":
+      shortMaxAge !== undefined
+        ? `public, max-age=${Math.min(shortMaxAge, maxAge)}`
+        : facts.expiredAt
+          ? `public, max-age=${maxAge}`
+          : `public, max-age=${ONE_YEAR}, immutable`,
   };
   const etag = own.etag;
 
@@ -245,10 +320,10 @@ async function isAnimated(deps: Deps, strategy: ObjectFacts["strategy"], path: s
 }
 
 /** A variant on a storage that serves its own addresses: the stored object's address (the image's `url` is there too). */
-const redirect = (location: string, vary?: { vary: string }) =>
+const redirect = (location: string, vary?: { vary: string }, maxAge = 86400) =>
   new Response(null, {
     status: 302,
-    headers: { location, "cache-control": "public, max-age=86400", "x-content-type-options": "nosniff", ...vary },
+    headers: { location, "cache-control": `public, max-age=${maxAge}`, "x-content-type-options": "nosniff", ...vary },
   });
 
 /** An AppError as the API's envelope with its status and headers (Retry-After); anything else a logged 500. */
