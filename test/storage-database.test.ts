@@ -106,27 +106,29 @@ describe("local storage and its database", () => {
     expect(readFileSync(join(root, MARKER), "utf8")).toStartWith(marker(aId!)); // a's marker is left as it is
   });
 
-  test("a storage from before markers, pointed at a database that names none of its objects, is refused too; so it stays once that database uploads there", async () => {
+  test("a storage from before markers, pointed at a database that names none of its objects, is refused too, and stays refused once that database uploads there", async () => {
     rmSync(join(root, MARKER)); // as a DATA_DIR written by a version without markers
     const before = objectsIn(root);
     const first = await quietly(() => reconcileStorage(bOnA));
     expect(locationOf(first.result, b.localStrategyId).errors[0]).toContain(`has no ${MARKER} and holds ${before.length} objects that no record of this database names, and none that one does`);
-    expect(existsSync(join(root, MARKER))).toBe(false);
+    // remembered: their database is unknown until an operator names it
+    expect(readFileSync(join(root, MARKER), "utf8")).toStartWith("image-host-database: unknown\n");
 
-    // b's own upload lands in a's DATA_DIR: b names one object now, but a's are older than it
+    // b's own uploads land in a's DATA_DIR, more of them than a's objects: still refused
     const bApp = (await import("../src/app.ts")).createApp(bOnA);
     const user = await b.createUser();
     const { multipart } = await import("./support/images.ts");
-    const m = multipart([{ name: "file", value: await makeImage("png", 33, 33), filename: "b.png" }]);
-    const res = await bApp.fetch(new Request(`${BASE_URL}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${user.token}`, "content-type": m.contentType }, body: m.body }));
-    expect(res.status).toBe(200);
+    for (let i = 0; i < before.length + 1; i++) {
+      const m = multipart([{ name: "file", value: await makeImage("png", 33 + i, 33), filename: "b.png" }]);
+      const res = await bApp.fetch(new Request(`${BASE_URL}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${user.token}`, "content-type": m.contentType }, body: m.body }));
+      expect(res.status).toBe(200);
+    }
     b.advance(10 * GRACE_MS);
     const second = await quietly(() => reconcileStorage(bOnA));
     const location = locationOf(second.result, b.localStrategyId);
-    expect(location.errors[0]).toContain("some older");
+    expect(location.errors[0]).toContain("belong to an unknown database");
     expect(location.orphansRemoved).toBe(0);
     for (const path of before) expect(existsSync(join(root, path))).toBe(true);
-    expect(existsSync(join(root, MARKER))).toBe(false);
     expect(second.logged.some((l) => String(l.msg).includes("Reconciler refused"))).toBe(true);
   });
 
@@ -136,7 +138,7 @@ describe("local storage and its database", () => {
     a.advance(2 * GRACE_MS);
     const report = await a.admin("POST", "/api/admin/storage/reconcile", { dry_run: true });
     // b's upload is an orphan to a (no record of a names it): found, and only reported in a dry run
-    expect(locationOf(report, a.localStrategyId)).toMatchObject({ orphans_found: 1, errors: [] });
+    expect(locationOf(report, a.localStrategyId)).toMatchObject({ orphans_found: 3, errors: [] });
   });
 });
 
@@ -169,14 +171,27 @@ describe("a storage from before markers", () => {
     expect(existsSync(join(root, leftover))).toBe(false);
   });
 
-  test("an unknown object older than every image of the database means another database's storage: refused", async () => {
+  test("unknown objects older than every image of the database, and more of them than its own, mean another database's storage: refused", async () => {
     rmSync(join(root, MARKER));
-    const older = `${day}/${token()}.png`;
-    place(root, older, new Date(Date.now() - 30 * 86_400_000));
+    const older = [`${day}/${token()}.png`, `${day}/${token()}.png`];
+    for (const path of older) place(root, path, new Date(Date.now() - 30 * 86_400_000));
     const { result } = await quietly(() => reconcileStorage(ctx.deps));
-    expect(locationOf(result, ctx.localStrategyId).errors[0]).toContain("some older (from ");
-    expect(existsSync(join(root, older))).toBe(true);
-    expect(existsSync(join(root, MARKER))).toBe(false);
+    expect(locationOf(result, ctx.localStrategyId).errors[0]).toContain("more than the 1 it names, some older (from ");
+    for (const path of older) expect(existsSync(join(root, path))).toBe(true);
+    expect(readFileSync(join(root, MARKER), "utf8")).toStartWith("image-host-database: unknown\n");
+  });
+
+  test("one old leftover beside as many images of its own is the database's own (a storage from before markers): marked, quarantined", async () => {
+    const database = (await readDatabaseId(ctx.db))!;
+    writeFileSync(join(root, MARKER), marker(database)); // settled by hand, as the refusal says
+    const report = await ctx.admin("POST", "/api/admin/storage/reconcile", {});
+    expect(locationOf(report, ctx.localStrategyId)).toMatchObject({ orphans_found: 2, orphans_removed: 2, errors: [] });
+    rmSync(join(root, MARKER));
+    const leftover = `${day}/${token()}.png`;
+    place(root, leftover, new Date(Date.now() - 30 * 86_400_000));
+    const again = await ctx.admin("POST", "/api/admin/storage/reconcile", {});
+    expect(locationOf(again, ctx.localStrategyId)).toMatchObject({ orphans_found: 1, orphans_removed: 1, errors: [] });
+    expect(readFileSync(join(root, MARKER), "utf8")).toStartWith(marker(database));
   });
 });
 

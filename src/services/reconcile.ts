@@ -9,7 +9,7 @@ import { recordRun } from "./last-runs.ts";
 import { metricsFor } from "../observability/metrics.ts";
 import type { LocationIdentity, Relation, Storage, StoredObject } from "../storage/index.ts";
 import { describeIdentity, relate, translatePath } from "../storage/location.ts";
-import { isMarkerPath, MARKER, readMarker, writeMarker } from "../storage/marker.ts";
+import { isMarkerPath, MARKER, readMarker, writeMarker, writeUnknownMarker } from "../storage/marker.ts";
 
 /**
  * How old an object without a record must be before it counts as an orphan. An upload writes its objects
@@ -177,6 +177,14 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
           { job: "reconciler", strategies: location.strategies.map((s) => s.id), location: describeIdentity(location.identity), database: databaseId },
           `Reconciler refused to move anything: ${location.strategies.map((s) => `#${s.id} ${s.name}`).join(", ")}: ${o.error}`,
         );
+      }
+    }
+    if (!report.dryRun) {
+      for (const [location, o] of owners) {
+        if (o.kind !== "refused" || !o.remember) continue;
+        await writeUnknownMarker(location.storage, databaseId!, startedAt).catch((e) => {
+          o.error += ` (its ${MARKER} could not be written: ${(e as Error).message})`;
+        });
       }
     }
     const run: Run = { ...base, dryRun: base.dryRun || refused.length > 0 };
@@ -384,8 +392,12 @@ type Ownership =
   | { kind: "adopt" }
   /** No marker, and the only objects no record names are young (uploads in flight?): reported, nothing changed. */
   | { kind: "undecided" }
-  /** Another database's, or unknowable: nothing is moved or deleted anywhere in this run. */
-  | { kind: "refused"; error: string };
+  /**
+   * Another database's, or unknowable: nothing is moved or deleted anywhere in this run. `remember`: an unmarked
+   * storage judged by its objects gets the `unknown` marker (unless a dry run), so that the refusal holds when this
+   * database's own uploads later outnumber the foreign objects there.
+   */
+  | { kind: "refused"; error: string; remember?: boolean };
 
 /**
  * Whether the location's objects answer to this database's records (docs/decisions/storage-database-marker.md):
@@ -393,11 +405,13 @@ type Ownership =
  *  - its marker names another one, or nothing readable: no;
  *  - no marker (a storage from before markers, or never used): the objects decide. Every object named as this
  *    service names them that no record of this database names, once past the grace period, is evidence against it:
- *    when there is none, the storage is this database's (or empty) and is marked; when there are some, and the
- *    database names none of the storage's objects, or some are older than every object it names, they were not
- *    written by it (a DATA_DIR or a bucket pointed at another database) — refused, never moved; when every one is
- *    younger than the oldest object it names, they are its own leftovers (what the reconciler exists for), and the
- *    storage is marked as its own.
+ *    when there is none, the storage is this database's (or empty) and is marked; when the database names none of
+ *    the storage's objects, or the unknown ones outnumber those it names and some are older than every one it
+ *    names, they were not written by it (a DATA_DIR or a bucket pointed at a new database) — refused, never moved,
+ *    and the refusal is remembered (the `unknown` marker), so it holds when that database's own uploads later
+ *    outnumber them; otherwise they are its own leftovers (what the reconciler exists for), and the storage is
+ *    marked as its own;
+ *  - its marker says `unknown` (such a refusal): no, until an operator names the database.
  * A storage that cannot be read is an error of its location alone, as a failed listing always was.
  */
 async function ownership(deps: Deps, location: Location, overlapping: Overlap[], databaseId: string, run: Run): Promise<Ownership | { kind: "error"; error: string }> {
@@ -417,6 +431,14 @@ async function ownership(deps: Deps, location: Location, overlapping: Overlap[],
         `this storage belongs to a different database: its ${MARKER} names database ${marker.id}, and this server's database is ${databaseId}. ` +
         "Nothing was moved or deleted anywhere. If this database is that one moved or restored without its identity, or its objects are to be this database's " +
         `from now on, ${claim}; otherwise give this strategy a storage of its own (see docs/backups.md).`,
+    };
+  }
+  if (marker.kind === "unknown") {
+    return {
+      kind: "refused",
+      error:
+        `its ${MARKER} says its objects belong to an unknown database (a reconciler found objects there that its records did not name): nothing was moved or deleted anywhere. ` +
+        `If they are this database's, ${claim}; to serve them from a new database, copy their records into it first (bun run cli database move; see docs/backups.md).`,
     };
   }
   if (marker.kind === "unreadable") {
@@ -464,14 +486,15 @@ async function ownership(deps: Deps, location: Location, overlapping: Overlap[],
     "To serve them from a new database, copy the records they belong to into it (bun run cli database move; see docs/backups.md); " +
     `if they really are this database's own leftovers, ${claim}.`;
   if (named === 0) {
-    return { kind: "refused", error: `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, and none that one does: ${tail}` };
+    return { kind: "refused", remember: true, error: `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, and none that one does: ${tail}` };
   }
-  if (oldestUnnamed < oldestNamed) {
+  if (oldestUnnamed < oldestNamed && unnamedOld > named) {
     return {
       kind: "refused",
+      remember: true,
       error:
-        `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, some older (from ${new Date(oldestUnnamed).toISOString()}) ` +
-        `than every object it names (the oldest from ${new Date(oldestNamed).toISOString()}): ${tail}`,
+        `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, more than the ${named} it names, some older ` +
+        `(from ${new Date(oldestUnnamed).toISOString()}) than every object it names (the oldest from ${new Date(oldestNamed).toISOString()}): ${tail}`,
     };
   }
   return { kind: "adopt" };

@@ -9,8 +9,11 @@ import { type Storage, StorageError } from "./storage.ts";
 
 export const MARKER = ".image-host-database";
 
-/** What a marker says: the id, or that the file is there but names no database (damaged, or written by hand wrongly). */
-export type MarkerState = { kind: "absent" } | { kind: "names"; id: string } | { kind: "unreadable"; text: string };
+/**
+ * What a marker says: the id; `unknown` (written by a reconciler that found objects here no record of its database
+ * names: their database is not known, and nothing moves until an operator names it); or nothing readable.
+ */
+export type MarkerState = { kind: "absent" } | { kind: "names"; id: string } | { kind: "unknown"; text: string } | { kind: "unreadable"; text: string };
 
 /** The marker's text: one line an operator can also write by hand (`image-host-database: <id>`), and what it is for. */
 export function markerText(id: string): string {
@@ -21,7 +24,17 @@ export function markerText(id: string): string {
   );
 }
 
+/** The marker of a storage whose objects a database refused as not its own: their database is to be named by hand. */
+export function unknownMarkerText(refusedBy: string, at: Date): string {
+  return (
+    "image-host-database: unknown\n" +
+    `# On ${at.toISOString()} the image host with database ${refusedBy} found objects here that its records do not name, and moved nothing.\n` +
+    "# Nothing is moved from here until the line above names the database these objects belong to (image-host-database: <id>). See docs/backups.md.\n"
+  );
+}
+
 export function parseMarker(text: string): MarkerState {
+  if (/^image-host-database: unknown\s*$/m.test(text)) return { kind: "unknown", text: text.slice(0, 400) };
   const id = text.match(/^image-host-database: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\s*$/m)?.[1];
   return id ? { kind: "names", id } : { kind: "unreadable", text: text.slice(0, 200) };
 }
@@ -40,6 +53,10 @@ export async function readMarker(storage: Storage): Promise<MarkerState> {
 
 export async function writeMarker(storage: Storage, id: string): Promise<void> {
   await storage.put(MARKER, new TextEncoder().encode(markerText(id)), "text/plain; charset=utf-8");
+}
+
+export async function writeUnknownMarker(storage: Storage, refusedBy: string, at: Date): Promise<void> {
+  await storage.put(MARKER, new TextEncoder().encode(unknownMarkerText(refusedBy, at)), "text/plain; charset=utf-8");
 }
 
 /** Whether a listed path is a marker (the location's own, or a nested location's): never an object. */
