@@ -7,6 +7,7 @@ import { webhookDeliveries, webhookEndpoints } from "../src/db/schema.ts";
 import { createEndpoint } from "../src/services/webhooks.ts";
 import { parseAllowList } from "../src/webhooks/address-guard.ts";
 import { secretBox } from "../src/webhooks/secret-box.ts";
+import { makeImage } from "./support/images.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
 
 setDefaultTimeout(60_000);
@@ -51,12 +52,12 @@ describe("webhook commands", () => {
     expect(r.code).toBe(0);
     for (const c of ["webhook list [--user <user>]", "webhook add <url> --events <e1,e2,...> [--description <text>]", "webhook show <id>",
       "webhook update <id>", "webhook remove <id>", "webhook rotate <id>", "webhook test <id>", "webhook deliveries <id> [--before <delivery-id>]",
-      "webhook resend <id> <delivery-id>"]) {
+      "webhook resend <id> <delivery-id>", "webhook resend-failed <id> --since <time>"]) {
       expect(r.stdout).toContain(c);
     }
     const unknown = await cli(["webhook", "explode"]);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain("webhook takes: list, add, show, update, remove, rotate, test, deliveries, resend");
+    expect(unknown.stderr).toContain("webhook takes: list, add, show, update, remove, rotate, test, deliveries, resend, resend-failed");
   });
 
   test("add prints the endpoint and, last, the secret with a line saying it is shown once; it is what is sealed", async () => {
@@ -163,6 +164,32 @@ describe("webhook commands", () => {
     const json = JSON.parse(await ok("webhook", "deliveries", String(made.id), "--json"));
     expect(json.next_before).toBeNull();
     expect(json.deliveries[0]).toMatchObject({ id: deliveryId, status: "pending", event_type: "webhook.test" });
+  });
+
+  test("resend-failed: the failed deliveries since a time are sent again; refused while the endpoint is off", async () => {
+    const made = JSON.parse(await ok("webhook", "add", `${HOOK}/again`, "--events", "image.uploaded", "--json"));
+    await ok("webhook", "update", String(made.id), "--enabled", "false");
+    const user = await ctx.createUser();
+    const bytes = await makeImage("png", 20, 20);
+    expect((await ctx.upload(user.token, { bytes, filename: "a.png", contentType: "image/png" })).status).toBe(200);
+    const [missed] = await ctx.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, made.id));
+    expect(missed).toMatchObject({ status: "failed", attempts: 0, lastError: "not sent: the endpoint was switched off" });
+    const off = await cli(["webhook", "resend-failed", String(made.id), "--since", "2000-01-01 00:00:00"]);
+    expect([off.code, off.stderr]).toEqual([1, expect.stringContaining("switch it on first")]);
+    const noSince = await cli(["webhook", "resend-failed", String(made.id)]);
+    expect([noSince.code, noSince.stderr]).toEqual([1, expect.stringContaining("--since")]);
+    await ok("webhook", "update", String(made.id), "--enabled", "true");
+    expect(await ok("webhook", "resend-failed", String(made.id), "--since", "2000-01-01 00:00:00")).toBe(`1 failed delivery of webhook endpoint ${made.id} will be sent again.`);
+    const [again] = await ctx.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, missed!.id));
+    expect(again!.status).toBe("pending");
+  });
+
+  test("group set --webhook-allow-internal grants a group's members WEBHOOK_ALLOW", async () => {
+    const made = JSON.parse(await ok("group", "create", `cli-grant-${Date.now()}`, "--json"));
+    expect(made.webhook_allow_internal).toBe(false);
+    const set = JSON.parse(await ok("group", "set", String(made.id), "--webhook-allow-internal", "true", "--json"));
+    expect(set.webhook_allow_internal).toBe(true);
+    expect(await ok("group", "list")).toContain("webhooks-internal");
   });
 
   test("list --user shows a user's own endpoints", async () => {

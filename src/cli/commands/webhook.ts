@@ -178,6 +178,17 @@ export const webhookCommands: CommandGroup = {
         });
       },
     }),
+    resend: command({
+      usage: "<id> <delivery-id>",
+      summary: "Send a delivered or failed delivery again, at once",
+      args: ["id", "delivery"],
+      async run({ args, api, out }) {
+        const id = parseEndpointId(args.id);
+        const delivery_id = parseId(args.delivery, "delivery id");
+        await succeeded(api().POST("/api/admin/webhooks/{id}/deliveries/{delivery_id}/resend", { params: { path: { id, delivery_id } } }));
+        out.result(null, () => out.line(`Delivery ${delivery_id} of webhook endpoint ${id} will be sent again.`));
+      },
+    }),
     "resend-failed": command({
       usage: "<id> --since <time>",
       summary: "Send again every failed delivery of events since a time (those not sent while it was off among them); the endpoint must be on",
@@ -189,18 +200,7 @@ export const webhookCommands: CommandGroup = {
         const id = parseEndpointId(args.id);
         const since = requireOption(inv, "since", "<time>");
         const data = await payload(api().POST("/api/admin/webhooks/{id}/resend-failed", { params: { path: { id } }, body: { since } }));
-        out.result(data, () => out.line(`${data.queued} failed deliveries of webhook endpoint ${id} will be sent again.`));
-      },
-    }),
-    resend: command({
-      usage: "<id> <delivery-id>",
-      summary: "Send a delivered or failed delivery again, at once",
-      args: ["id", "delivery"],
-      async run({ args, api, out }) {
-        const id = parseEndpointId(args.id);
-        const delivery_id = parseId(args.delivery, "delivery id");
-        await succeeded(api().POST("/api/admin/webhooks/{id}/deliveries/{delivery_id}/resend", { params: { path: { id, delivery_id } } }));
-        out.result(null, () => out.line(`Delivery ${delivery_id} of webhook endpoint ${id} will be sent again.`));
+        out.result(data, () => out.line(`${data.queued} failed ${data.queued === 1 ? "delivery" : "deliveries"} of webhook endpoint ${id} will be sent again.`));
       },
     }),
   },
