@@ -694,6 +694,22 @@ operation('/api/admin/webhooks/{id}/deliveries/{delivery_id}/resend > Send a del
   422: (t) => missing(resendPath(s.webhook.id, 'abc'))(t),
   500: skip(SKIP_500),
 });
+let resendable;
+const LATER = { since: '2999-01-01T00:00:00Z' }; // no failed delivery is that recent: nothing is sent
+operation("/api/admin/webhooks/{id}/resend-failed > Send again a site-wide webhook endpoint's failed deliveries since a time", {
+  ...adminWrite(() => `/api/admin/webhooks/${s.webhook.id}/resend-failed`, () => LATER, { since: 'yesterday' }),
+  // an endpoint switched on (one that is off is a 400), switched off again afterwards
+  200: {
+    before: async (t) => {
+      resendable = await admin('POST', '/api/admin/webhooks', { url: WEBHOOK_URL, events: ['user.disabled'] });
+      asAdmin(t);
+      target(t, `/api/admin/webhooks/${resendable.id}/resend-failed`);
+      jsonBody(t, LATER);
+    },
+    after: webhooksOff,
+  },
+  404: missing(`/api/admin/webhooks/${MISSING_ID}/resend-failed`, LATER),
+});
 
 // --- service -----------------------------------------------------------------------------------------------
 
