@@ -1,8 +1,12 @@
 /**
  * The image cells of issue 17 §4: variants (cached and cold), the lossless metadata strip, memory while cold variants
- * are made, and the thumbnail study. Prints figures, never asserts; benchmarks are not tests.
+ * are made, the thumbnail study, and the AVIF settings (what each AVIF effort costs: scripts/bench/avif-settings.ts).
+ * Prints figures, never asserts; benchmarks are not tests.
  *
  *   bun run scripts/bench/variants.ts [--quick] [--markdown FILE]   these cells alone (FILE: its section is replaced)
+ *   bun run scripts/bench/variants.ts --avif-settings [--quick] [--photo FILE]…
+ *                                                                   the AVIF settings cell alone, in this process, no
+ *                                                                   server (~1 min; --quick ~20 s); FILE: more photos
  *   bun run bench --only images [--quick]                           the same through scripts/bench.ts (writes BENCHMARKS.md)
  *   bun run bench                                                   the full bench runs them at its end
  *
@@ -19,6 +23,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import { join, resolve } from "node:path";
 import sharp from "sharp";
+import { AVIF_EFFORT } from "../../src/images/avif.ts";
 import { encodeVariant } from "../../src/images/inspect.ts";
 import { jpegSegments, SOS } from "../../src/images/jpeg.ts";
 import { applyMetadataPolicy } from "../../src/images/metadata.ts";
@@ -28,10 +33,11 @@ import { type Account, admin, type AppServer, createAccount, serverScriptEnv, st
 import { ensureTools, type Tools } from "./tools.ts";
 import { cleanup, fmt, interrupted, markdownTable, median, onCleanup, percentile, ROOT, run, standaloneSection, writeSection } from "./util.ts";
 import { Wrk } from "./wrk.ts";
+import { type AvifSettingsResult, avifSettingsSection, measureAvifSettings } from "./avif-settings.ts";
 
 export const IMAGES_HEADING = "## Images: variants, metadata strip, thumbnails (issue 17)";
-/** Seconds the cells may take (the watchdog's share): measured ~3 min full, ~1 min quick on 2 idle cores. */
-export const IMAGE_CELLS_BUDGET_S = { full: 480, quick: 150 };
+/** Seconds the cells may take (the watchdog's share): measured ~4 min full, ~1.5 min quick on 2 idle cores. */
+export const IMAGE_CELLS_BUDGET_S = { full: 540, quick: 180 };
 
 const configFor = (quick: boolean) =>
   quick
@@ -71,6 +77,15 @@ const photo2000 = async (seed: number) =>
 /** 4000×3000 at quality 92: ~4 MB, as a 12 MP phone writes. */
 const photo4000 = async (seed: number) =>
   new Uint8Array(await sharp(await photoRaw(4000, 3000, seed, 36), { raw: { width: 4000, height: 3000, channels: 3 } }).jpeg({ quality: 92 }).toBuffer());
+/** The AVIF settings cell's inputs besides its camera-like photo: a noise-textured 1600×1200 JPEG (as the other cells use), and any files given. */
+async function avifInputs(files: string[]): Promise<{ label: string; bytes: Uint8Array }[]> {
+  const noisy = new Uint8Array(await sharp(await photoRaw(1600, 1200, 5, 44), { raw: { width: 1600, height: 1200, channels: 3 } }).jpeg({ quality: 90 }).toBuffer());
+  return [
+    { label: "noise-textured 1600×1200 JPEG (generated, as in the cells above; a worst case for AVIF)", bytes: noisy },
+    ...files.map((file) => ({ label: file.split("/").pop()!, bytes: new Uint8Array(readFileSync(file)) })),
+  ];
+}
+
 /** The same, with what test/support/metadata-fixtures.ts's phonePhoto writes: EXIF with GPS, XMP with a location, orientation 6, Display P3. */
 const phone4000 = async (seed: number) =>
   new Uint8Array(
@@ -176,7 +191,8 @@ export type FloorJob =
   | { op: "variant"; file: string; width: number; format: Fmt }
   | { op: "study"; file: string; iterations: number }
   | { op: "detect"; files: { label: string; file: string }[] }
-  | { op: "strip"; file: string; iterations: number };
+  | { op: "strip"; file: string; iterations: number }
+  | { op: "avif"; quick: boolean; photos: { label: string; file: string }[] };
 
 const STUDY_OPS = {
   a: (buf: Buffer) =>
@@ -239,6 +255,10 @@ async function floorWorker() {
         }
       }
       return out;
+    }
+    if (job.op === "avif") {
+      const photos = job.photos.map(({ label, file }) => ({ label, bytes: new Uint8Array(readFileSync(file)) }));
+      return measureAvifSettings({ quick: job.quick, photos });
     }
     if (job.op === "strip") {
       const bytes = new Uint8Array(readFileSync(job.file));
@@ -335,7 +355,14 @@ async function get(url: string, headers: Record<string, string> = {}) {
   const t0 = performance.now();
   const res = await fetch(url, { headers });
   const body = await res.arrayBuffer();
-  return { status: res.status, ms: performance.now() - t0, bytes: body.byteLength, etag: res.headers.get("etag"), text: res.status >= 400 ? new TextDecoder().decode(body) : "" };
+  return {
+    status: res.status,
+    ms: performance.now() - t0,
+    bytes: body.byteLength,
+    etag: res.headers.get("etag"),
+    type: res.headers.get("content-type"),
+    text: res.status >= 400 ? new TextDecoder().decode(body) : "",
+  };
 }
 
 /** A cold variant, made now: wall ms at the client, and the server tree's CPU. */
@@ -345,6 +372,7 @@ async function coldVariant(server: AppServer, pathname: string, width: number, f
   await Bun.sleep(20); // the decode process's and the database's last ticks
   const cpu = cpuDiff(c0, treeCpu(server.pid));
   if (r.status !== 200) throw new Error(`cold ${pathname}?w=${width}&format=${format} → ${r.status} ${r.text.slice(0, 300)}`);
+  if (r.type !== `image/${format}`) throw new Error(`cold ${pathname}?w=${width}&format=${format} → a fallback (${r.type}): the variant was not made`);
   return { ms: r.ms, cpu, bytes: r.bytes };
 }
 
@@ -382,6 +410,8 @@ export const writeImagesSection = (file: string, section: string) => writeSectio
 export interface ImageCellsResult {
   section: string;
   seconds: number;
+  /** The AVIF settings cell's figures (CPU, bytes, PSNR, SSIM per effort and for WebP). */
+  avifSettings: AvifSettingsResult;
 }
 
 /**
@@ -556,7 +586,7 @@ ${markdownTable(["GET", "req/s", "p50", "p99", "bytes/answer (wrk, headers inclu
     const fP50 = median(c.floor.map((x) => x.ms));
     coldRatio[format] = fP50 / sP50;
     rows2.push([
-      `${format} (q${QUALITY[format]}${format === "avif" ? ", effort 4" : ""}): server`,
+      `${format} (q${QUALITY[format]}${format === "avif" ? `, effort ${AVIF_EFFORT}` : ""}): server`,
       ms(sP50),
       ms(percentile(c.server.map((x) => x.ms), 100)),
       `${(c.server.length / (c.serverWall / 1000)).toFixed(2)}/s`,
@@ -576,7 +606,7 @@ ${markdownTable(["GET", "req/s", "p50", "p99", "bytes/answer (wrk, headers inclu
   }
   sections.push(`### 2. Cold variant: a 4000×3000 JPEG to a 1280-px variant, first request
 
-${cfg.coldN} distinct 4000×3000 photo-like JPEGs (${bytesMB(median(big.map((b) => b.byteLength)))} median, quality 92) uploaded; each one's \`?w=1280&format=webp\` then \`?w=1280&format=avif\` requested once, one request at a time (each from its own X-Forwarded-For address), timed end to end at the client. Server CPU: the server process + everything below it (the decode process, the embedded PostgreSQL) per generation. The floor: a separate process running \`encodeVariant\` (src/images/inspect.ts: \`sharp(file,{limitInputPixels, failOn:"error", pages:1}).rotate().resize({width:1280, withoutEnlargement:true}).keepIccProfile()\` then WebP q80 / AVIF q50 effort 4) on the server's stored file, sequentially, interleaved with the server's requests image by image (the order alternates).
+${cfg.coldN} distinct 4000×3000 photo-like JPEGs (${bytesMB(median(big.map((b) => b.byteLength)))} median, quality 92) uploaded; each one's \`?w=1280&format=webp\` then \`?w=1280&format=avif\` requested once, one request at a time (each from its own X-Forwarded-For address), timed end to end at the client. Server CPU: the server process + everything below it (the decode process, the embedded PostgreSQL) per generation. The floor: a separate process running \`encodeVariant\` (src/images/inspect.ts: \`sharp(file,{limitInputPixels, failOn:"error", pages:1}).rotate().resize({width:1280, withoutEnlargement:true}).keepIccProfile()\` then WebP q80 / AVIF q50 effort ${AVIF_EFFORT}) on the server's stored file, sequentially, interleaved with the server's requests image by image (the order alternates).
 
 ${markdownTable(["1280-px variant", "p50", "max", "rate (sequential)", "CPU/generation (p50)", "output", "floor time ÷ server time (p50)"], rows2)}
 
@@ -627,8 +657,7 @@ ${markdownTable(["policy", "CPU/upload (median)", "CPU/upload, each", "wall p50"
 
   // ================================================================ 4. memory
   const combos: { u: Uploaded; width: number; format: Fmt }[] = [];
-  // AVIF at large widths costs seconds of CPU on these noise-textured images (a 4000×3000 to 1920 px ~6 s; a 2000×1500
-  // to 1920 px ~11 s, over the decode budget of 8 s: refused, so left out): one of each heavy kind only, since a
+  // AVIF at large widths is the heaviest encode of these noise-textured images: one of each heavy kind only, since a
   // queued request waits for every one before it and the burst must end well within the server's idle timeout (60 s)
   const bigCombos = bigUp.flatMap((u, i) => [
     { u, width: 1920, format: "webp" as Fmt },
@@ -696,7 +725,7 @@ ${markdownTable(["policy", "CPU/upload (median)", "CPU/upload, each", "wall p50"
   const peakMB = peakTree.total / 1024;
   sections.push(`### 4. Memory: ${cfg.memClients} clients asking for cold variants at once
 
-${jobs.length} distinct cold variants (${jobs.filter((j) => bigUp.includes(j.u)).length} of 4000×3000 JPEGs, the rest of 2000×1500 ones; widths 640 / 1280 / 1920, WebP and AVIF; AVIF at 1920 px of one 4000×3000 image only, and none of a 2000×1500 one: on these noise-textured images that takes ~11 s of CPU, over the 8 s decode budget, and is refused with 400), ${cfg.memClients} clients each taking the next one as soon as its previous answer arrived, each request from its own address. Sampled every 50 ms: the server process's VmRSS, and the PSS (/proc/PID/smaps_rollup) of its whole process tree summed: the server, its decode processes (at most 2 on 2 cores: the work queue runs that many decodes at once, the rest wait), the embedded PostgreSQL's processes. Answers: ${statusCount}${answers.some((a) => a.status !== 200) ? ` (${[...new Set(answers.filter((a) => a.status !== 200).map((a) => `${a.what}: ${a.status} ${(() => { try { return JSON.parse(a.text).message; } catch { return a.text.slice(0, 100); } })()}`))].join("; ")})` : ""} in ${burstS.toFixed(1)} s (p50 ${ms(median(answers.map((a) => a.ms)))}, max ${ms(Math.max(...answers.map((a) => a.ms).filter(Number.isFinite)))}); ${fmt(burstCpu.total / 1000)} s of CPU in the tree (decode processes ${fmt(burstCpu.decoder / 1000)} s).
+${jobs.length} distinct cold variants (${jobs.filter((j) => bigUp.includes(j.u)).length} of 4000×3000 JPEGs, the rest of 2000×1500 ones; widths 640 / 1280 / 1920, WebP and AVIF; AVIF at 1920 px of one 4000×3000 image only, and at 1280 px of one 2000×1500 one: the heaviest encodes), ${cfg.memClients} clients each taking the next one as soon as its previous answer arrived, each request from its own address. Sampled every 50 ms: the server process's VmRSS, and the PSS (/proc/PID/smaps_rollup) of its whole process tree summed: the server, its decode processes (at most 2 on 2 cores: the work queue runs that many decodes at once, the rest wait), the embedded PostgreSQL's processes. Answers: ${statusCount}${answers.some((a) => a.status !== 200) ? ` (${[...new Set(answers.filter((a) => a.status !== 200).map((a) => `${a.what}: ${a.status} ${(() => { try { return JSON.parse(a.text).message; } catch { return a.text.slice(0, 100); } })()}`))].join("; ")})` : ""} in ${burstS.toFixed(1)} s (p50 ${ms(median(answers.map((a) => a.ms)))}, max ${ms(Math.max(...answers.map((a) => a.ms).filter(Number.isFinite)))}); ${fmt(burstCpu.total / 1000)} s of CPU in the tree (decode processes ${fmt(burstCpu.decoder / 1000)} s).
 
 ${markdownTable(["moment", "server RSS", "tree PSS", "server PSS", "decode processes PSS", "database PSS", "processes"], [
     memRow("idle, fresh server (no decode process yet)", idleFresh),
@@ -816,6 +845,17 @@ ${markdownTable(["file", "status", "answer"], badUploads, "left")}
 ${reading}`);
   log("cell 5 done");
 
+  // ================================================================ 6. AVIF settings
+  log("cell 6: AVIF settings (each effort and WebP: CPU, bytes, PSNR, SSIM)…");
+  const avifPhotos = (await avifInputs([])).map((p, i) => {
+    const file = join(dir, `avif-input-${i}.jpg`);
+    writeFileSync(file, p.bytes);
+    return { label: p.label, file };
+  });
+  const avifSettings = await floor.ask<AvifSettingsResult>({ op: "avif", quick: opts.quick, photos: avifPhotos });
+  sections.push(avifSettingsSection(avifSettings, "### 6. AVIF settings: the effort, chosen by measurement"));
+  log(`cell 6: ${avifSettingsLine(avifSettings)}`);
+
   const load1 = os.loadavg();
   const loadLine1 = loadavg();
   const seconds = (performance.now() - started) / 1000;
@@ -842,14 +882,34 @@ ${sections.join("\n\n")}
 
 One run on a 2-core machine shared with other engineers' test suites (load average above). Each ratio's two sides were measured interleaved in the same run (rounds or images alternating, the order swapped each time), so a busy period hits both; absolute milliseconds and req/s still move by 10–30 % between runs, and CPU times are read from /proc in 10 ms ticks (a few ms of error per operation). Cold-variant and upload figures are medians over ${cfg.coldN} / ${cfg.stripRounds * cfg.stripPer} / ${cfg.uploadN} operations: take differences under ~10 % as noise.
 `;
-  return { section, seconds };
+  return { section, seconds, avifSettings };
 }
 
 // ---------------------------------------------------------------- standalone
 
 const standalone = () => standaloneSection({ name: "variants", budgets: IMAGE_CELLS_BUDGET_S, run: runImageCells, write: writeImagesSection });
 
+/** One line per image: CPU and bytes of WebP and of each AVIF effort. */
+function avifSettingsLine(r: AvifSettingsResult): string {
+  return r.images
+    .map((image) => `${image.label.split(" (")[0]}: ${image.rows.map((row) => `${row.effort === null ? "webp" : `e${row.effort}`} ${Math.round(row.cpuMs)} ms ${Math.round(row.bytes / 1024)} KB ${row.psnr.toFixed(1)} dB`).join(", ")}`)
+    .join("; ");
+}
+
+/** `--avif-settings`: the AVIF settings cell alone, in this process (no server); prints its table and returns its figures. */
+export async function avifSettingsAlone(argv: string[]): Promise<AvifSettingsResult> {
+  sharp.cache(false); // as in the decode processes
+  const files = argv.flatMap((a, i) => (a === "--photo" && argv[i + 1] ? [argv[i + 1]!] : []));
+  const result = await measureAvifSettings({ quick: argv.includes("--quick"), photos: await avifInputs(files), log: (m) => console.error(m) });
+  console.log(avifSettingsSection(result));
+  return result;
+}
+
 if (import.meta.main) {
   if (process.argv.includes("--floor-worker")) await floorWorker();
+  else if (process.argv.includes("--avif-settings")) {
+    await avifSettingsAlone(process.argv.slice(2));
+    process.exit(0);
+  }
   else await standalone();
 }

@@ -1,5 +1,6 @@
 import { fileTypeFromBuffer } from "file-type";
 import sharp from "sharp";
+import { avifOptions } from "./avif.ts";
 import { jpegSegments, SOS } from "./jpeg.ts";
 
 export interface Inspection {
@@ -121,7 +122,7 @@ export async function encodeVariant(input: Uint8Array | string, encoding: Varian
       image = image.webp({ quality });
       break;
     case "avif":
-      image = image.avif({ quality, effort: 4 });
+      image = image.avif(avifOptions(quality));
       break;
     case "jpeg":
       image = image.flatten({ background: "#ffffff" }).jpeg({ quality });

@@ -1,4 +1,5 @@
 import sharp from "sharp";
+import { avifOptions } from "./avif.ts";
 import { decodeAndThumbnail } from "./inspect.ts";
 import { jpegQuality } from "./jpeg.ts";
 
@@ -144,7 +145,7 @@ export async function processImage(input: Uint8Array | string, plan: ProcessPlan
       image = image.webp({ quality: plan.quality });
       break;
     case "avif":
-      image = image.avif({ quality: plan.quality, effort: 4 });
+      image = image.avif(avifOptions(plan.quality));
       break;
     case "jpeg":
       image = image.flatten({ background: "#ffffff" }).jpeg({ quality: plan.quality });

@@ -9,7 +9,9 @@
  *
  * A dead instance's jobs are not left for 4 hours: each instance writes its workers' ids into job_workers every
  * HEARTBEAT_MS, and every instance unlocks the jobs of workers not seen for DEAD_AFTER_MS
- * (graphile_worker.force_unlock_workers): after a kill -9, the deliveries it held go out within about two minutes.
+ * (graphile_worker.force_unlock_workers): after a kill -9, the jobs it held go out within about two minutes. A send
+ * in flight holds no job (deliver.ts): its delivery's lease job comes due once the attempt's deadline has passed,
+ * and any instance sends it again then.
  */
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
