@@ -40,7 +40,7 @@ export interface VariantQuery {
   format: RequestedFormat | null;
 }
 
-/** Cold generations an address bucket may start per minute (per instance); then 429 with Retry-After. */
+/** Cold generations an address bucket may start per minute (per instance), background ones included; then its requests get a fallback and start none. */
 export const COLD_PER_MINUTE = 30;
 
 const QUALITY: Record<VariantFormat, number> = { webp: 80, avif: 50, jpeg: 82, png: 100, gif: 100 };
