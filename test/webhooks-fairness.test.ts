@@ -34,10 +34,12 @@ afterAll(async () => {
   await ctx?.close();
 });
 
-/** A receiver that notes when each webhook-id arrived; `hangMs` holds every answer that long. */
+/** A receiver that notes when each webhook-id arrived; `hangMs` holds every answer that long, or until release(). */
 function receiver(hangMs = 0) {
   const got = new Map<string, number>();
   let requests = 0;
+  let released = false;
+  const held = new Set<() => void>();
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -48,11 +50,31 @@ function receiver(hangMs = 0) {
       const id = req.headers.get("webhook-id")!;
       await req.text();
       if (!got.has(id)) got.set(id, at);
-      if (hangMs > 0) await Bun.sleep(hangMs);
+      if (hangMs > 0 && !released) {
+        await new Promise<void>((go) => {
+          const timer = setTimeout(go, hangMs);
+          held.add(() => (clearTimeout(timer), go()));
+        });
+      }
       return new Response("ok");
     },
   });
-  return { got, url: `http://127.0.0.1:${server.port}/hook`, requests: () => requests, stop: () => server.stop(true) };
+  /** Answers the requests held, and every later one at once. */
+  const release = () => {
+    released = true;
+    for (const go of held) go();
+    held.clear();
+  };
+  return {
+    got,
+    url: `http://127.0.0.1:${server.port}/hook`,
+    requests: () => requests,
+    release,
+    stop: () => {
+      release();
+      server.stop(true);
+    },
+  };
 }
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 30_000): Promise<T> {
@@ -135,7 +157,58 @@ describe("a hanging endpoint", () => {
       );
       expect(p99).toBeLessThan(2_000);
     } finally {
-      // its connections dropped: the sends in flight fail at once and are recorded
+      // its requests answered: the sends in flight end and are recorded
+      hanging.stop();
+      quick.stop();
+      purge.stop();
+      await ctx.db.execute(sql`delete from webhook_endpoints`);
+    }
+  });
+});
+
+describe("bounds", () => {
+  test("one account's hanging endpoints hold 8 sends at most together (4 each), whatever their backlog", async () => {
+    const hog = await ctx.createUser();
+    const hanging = receiver(30_000);
+    const purge = receiver();
+    try {
+      for (let i = 0; i < 3; i++) await createEndpoint(ctx.deps, { ownerId: hog.id }, { url: `${hanging.url}/${i}`, events: ["image.uploaded"] });
+      await createEndpoint(ctx.deps, { site: true }, { url: purge.url, events: ["image.uploaded"] });
+      for (let round = 0; round < 2; round++) await Promise.all(Array.from({ length: 6 }, (_, i) => upload(hog, round * 6 + i)));
+      await until("the site-wide deliveries", () => purge.got.size >= 12);
+      await until("8 sends held", () => hanging.requests() >= 8);
+      await Bun.sleep(500); // a ninth would arrive meanwhile
+      expect(hanging.requests()).toBe(8); // 36 deliveries wanted, 12 allowed per endpoint: the account's bound
+    } finally {
+      hanging.stop();
+      purge.stop();
+      await ctx.db.execute(sql`delete from webhook_endpoints`);
+    }
+  });
+
+  test("the users' total reached, another account waits; site-wide deliveries never do", async () => {
+    const settings = ctx.deps.config.webhooks!;
+    settings.usersInFlight = 4;
+    const hog = await ctx.createUser();
+    const other = await ctx.createUser();
+    const hanging = receiver(30_000);
+    const quick = receiver();
+    const purge = receiver();
+    try {
+      await createEndpoint(ctx.deps, { ownerId: hog.id }, { url: hanging.url, events: ["image.uploaded"] });
+      await createEndpoint(ctx.deps, { ownerId: other.id }, { url: quick.url, events: ["image.uploaded"] });
+      await createEndpoint(ctx.deps, { site: true }, { url: purge.url, events: ["image.uploaded"] });
+      await Promise.all(Array.from({ length: 4 }, (_, i) => upload(hog, i)));
+      await until("the hog's 4 sends", () => hanging.requests() >= 4);
+      await upload(other, 10);
+      await until("the site-wide deliveries", () => purge.got.size >= 5, 5_000);
+      await Bun.sleep(500);
+      expect(quick.got.size).toBe(0); // held back by the users' total
+      // a slot freed wakes it at once
+      hanging.release();
+      await until("the other account's delivery", () => quick.got.size >= 1, 5_000);
+    } finally {
+      settings.usersInFlight = undefined;
       hanging.stop();
       quick.stop();
       purge.stop();

@@ -86,6 +86,10 @@ interface Attempted {
 export const PER_ACCOUNT = 8;
 /** Sends in flight from this instance at most, to all users' endpoints together; site-wide ones are not counted. */
 export const USERS_IN_FLIGHT = 256;
+/** Deliveries put back that a freed slot may wake, at most (the oldest are forgotten: their jobs come due by themselves). */
+const WAITING_MAX = 10_000;
+/** Waiting deliveries a freed slot looks at, oldest first, for one still pending to wake. */
+const WAKE_CANDIDATES = 32;
 /** A lease outlives the attempt's deadline by this much before another worker takes the delivery again. */
 const LEASE_GRACE_MS = 15_000;
 
@@ -106,6 +110,13 @@ class Sends {
   readonly waiting = new Map<number, { endpointId: number; ownerId: number | null }>();
   readonly running = new Set<Promise<unknown>>();
 
+  /** Lists a delivery put back; the list is bounded (its job comes due anyway: a wake-up only makes it sooner). */
+  wait(deliveryId: number, endpointId: number, ownerId: number | null) {
+    this.waiting.delete(deliveryId);
+    this.waiting.set(deliveryId, { endpointId, ownerId });
+    if (this.waiting.size > WAITING_MAX) this.waiting.delete(this.waiting.keys().next().value!);
+  }
+
   admits(endpointId: number, ownerId: number | null, limits: { perEndpoint: number; perAccount: number; users: number }): boolean {
     if ((this.endpoints.get(endpointId) ?? 0) >= limits.perEndpoint) return false;
     if (ownerId === null) return true;
@@ -122,8 +133,8 @@ class Sends {
     }
   }
 
-  /** Frees the slots; answers the first waiting delivery the freed slots now admit, if any (to be woken). */
-  release(deliveryId: number, endpointId: number, ownerId: number | null, limits: Parameters<Sends["admits"]>[2]): number | null {
+  /** Frees the slots; answers the waiting deliveries the freed slots now admit, oldest first (at most WAKE_CANDIDATES). */
+  release(deliveryId: number, endpointId: number, ownerId: number | null, limits: Parameters<Sends["admits"]>[2]): number[] {
     this.deliveries.delete(deliveryId);
     const n = (this.endpoints.get(endpointId) ?? 1) - 1;
     if (n > 0) this.endpoints.set(endpointId, n);
@@ -134,14 +145,32 @@ class Sends {
       else this.accounts.delete(ownerId);
       this.users--;
     }
+    const candidates: number[] = [];
     for (const [id, w] of this.waiting) {
-      if (this.admits(w.endpointId, w.ownerId, limits)) {
-        this.waiting.delete(id);
-        return id;
-      }
+      if (this.admits(w.endpointId, w.ownerId, limits)) candidates.push(id);
+      if (candidates.length === WAKE_CANDIDATES) break;
     }
-    return null;
+    return candidates;
   }
+}
+
+/**
+ * Wakes the first of the candidates (in their order) still pending: its job is due at once. The candidates before it
+ * are forgotten (sent meanwhile, by this instance or another, or gone with their endpoint), and so is the one woken.
+ */
+async function wakeOne(deps: Deps, candidates: number[]) {
+  const [woken] = rowsOf<{ id: string }>(
+    await deps.db.execute(sql`
+      with pick as (
+        select d.id from unnest(${`{${candidates.join(",")}}`}::bigint[]) with ordinality as c(id, ord)
+        join webhook_deliveries d on d.id = c.id
+        where d.status = 'pending'
+        order by c.ord limit 1
+      )
+      select pick.id::text as id, (${deliverJob(sql`pick.id`)}).id as job from pick`),
+  );
+  const last = woken ? candidates.indexOf(Number(woken.id)) : candidates.length - 1;
+  for (const id of candidates.slice(0, last + 1)) sends.waiting.delete(id);
 }
 
 const sends = new Sends();
@@ -172,6 +201,7 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
   const timeoutMs = settings.timeoutMs ?? 10_000;
   const limits = { perEndpoint: settings.perEndpoint ?? 4, perAccount: settings.perAccount ?? PER_ACCOUNT, users: settings.usersInFlight ?? USERS_IN_FLIGHT };
   const leaseMs = timeoutMs + LEASE_GRACE_MS;
+  sends.waiting.delete(id); // running now: listed again below if it is put back
   if (sends.deliveries.has(id)) {
     // already being sent from here (its lease came due while the attempt's record was slow): look again later
     await deps.db.execute(jobIn(id, leaseMs));
@@ -221,7 +251,7 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
     // before would be overwritten); a slot freed meanwhile wakes it at once.
     await deps.db.execute(jobIn(id, timeoutMs + 1_000));
     if (!sends.admits(row.endpoint_id, row.owner_id, limits)) {
-      sends.waiting.set(id, { endpointId: row.endpoint_id, ownerId: row.owner_id });
+      sends.wait(id, row.endpoint_id, row.owner_id);
       return "waiting";
     }
     await deps.db.execute(jobIn(id, 0));
@@ -232,9 +262,9 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
     try {
       return await send(deps, row, settings, timeoutMs);
     } finally {
-      const wake = sends.release(id, row.endpoint_id, row.owner_id, limits);
-      if (wake !== null) {
-        await deps.db.execute(jobIn(wake, 0)).catch((e) => logFor(deps).error({ err: e, delivery_id: wake }, "webhooks: could not wake a waiting delivery"));
+      const candidates = sends.release(id, row.endpoint_id, row.owner_id, limits);
+      if (candidates.length > 0) {
+        await wakeOne(deps, candidates).catch((e) => logFor(deps).error({ err: e }, "webhooks: could not wake a waiting delivery"));
       }
     }
   })();
