@@ -250,12 +250,14 @@ describe("applyMetadataPolicy on other formats", () => {
     expect(Buffer.compare(applyMetadataPolicy(gif, "image/gif", "strip_all").bytes, gif)).toBe(0);
   });
 
-  test("TIFF, and an AVIF whose boxes cannot be walked, are stored as sent under every policy", () => {
+  test("an AVIF whose boxes cannot be walked is refused under a strip policy, never stored as sent; a TIFF without location is stored as sent", async () => {
     const bytes = new Uint8Array([0, 0, 0, 28, 0x66, 0x74, 0x79, 0x70, 0x61, 0x76, 0x69, 0x66]);
-    for (const type of ["image/avif", "image/tiff"]) {
-      const out = applyMetadataPolicy(bytes, type, "strip_all");
-      expect(out).toEqual({ bytes, changed: false, removed: ["unparsed"] });
+    for (const policy of ["strip_location", "strip_all"] as const) {
+      expect(() => applyMetadataPolicy(bytes, "image/avif", policy)).toThrow(/could not be walked/);
     }
+    expect(applyMetadataPolicy(bytes, "image/avif", "keep")).toEqual({ bytes, changed: false, removed: [] });
+    const tiff = await makeImage("tiff", 16, 16);
+    expect(applyMetadataPolicy(tiff, "image/tiff", "strip_all")).toEqual({ bytes: tiff, changed: false, removed: [] });
   });
 });
 

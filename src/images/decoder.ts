@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { VariantEncoding } from "./inspect.ts";
+import { MetadataRefused, type MetadataPolicy, type PolicyResult } from "./metadata.ts";
 import type { ProcessedImage, ProcessPlan } from "./process.ts";
 
 /**
@@ -19,7 +20,11 @@ const WALL_FACTOR = 3;
 /** A decode process left idle this long exits; the next decode starts another (about 0.1 s). */
 const IDLE_EXIT_MS = 5 * 60_000;
 
-/** The upload's decode: proves the image whole and makes its thumbnail (null when it is its own). */
+/**
+ * The upload's decode: proves the image whole and makes its thumbnail (null when it is its own). With a `policy`,
+ * the group's metadata policy is applied first, in this process and under the same budget, and the decode reads
+ * the stripped bytes (one decode, never two).
+ */
 export interface ThumbnailJob {
   kind?: "thumbnail";
   id: number;
@@ -27,6 +32,16 @@ export interface ThumbnailJob {
   size: { width: number; height: number };
   mimetype: string;
   maxPixels: number;
+  policy?: MetadataPolicy;
+}
+
+/** The metadata policy alone (`images strip-metadata` on stored objects). */
+export interface StripJob {
+  kind: "strip";
+  id: number;
+  path: string;
+  mimetype: string;
+  policy: MetadataPolicy;
 }
 
 /** A variant (issue 17 §3): the image at `width` (never enlarged), encoded as `format` at `quality`. */
@@ -49,15 +64,28 @@ export interface ProcessJob {
   path: string;
   plan: ProcessPlan;
   maxPixels: number;
+  /** The metadata policy applied before processing (as for a thumbnail job), to the upload as `mimetype`. */
+  policy?: MetadataPolicy;
+  mimetype?: string;
 }
 
-export type DecodeJob = ThumbnailJob | VariantJob | ProcessJob;
+export type DecodeJob = ThumbnailJob | VariantJob | ProcessJob | StripJob;
 type WithoutId<T> = T extends unknown ? Omit<T, "id"> : never;
 
-/** `output`: the thumbnail (null when the image is its own) or the variant's bytes; `processed`: a process job's result. */
+/**
+ * `output`: the thumbnail (null when the image is its own) or the variant's bytes; `processed`: a process job's
+ * result; `metadata`: what the policy made of the upload (`bytes` null when nothing changed). `refused`: the bytes
+ * broke a cap of the metadata surgery or kept location that could not be removed (a 400 with `message`).
+ */
 export type DecodeAnswer =
-  | { id: number; ok: true; output: Uint8Array | null; processed?: ProcessedImage }
-  | { id: number; ok: false; message: string };
+  | { id: number; ok: true; output: Uint8Array | null; processed?: ProcessedImage; metadata?: StrippedBytes }
+  | { id: number; ok: false; message: string; refused?: boolean };
+
+/** What a metadata policy made of an upload in the decode process. */
+export interface StrippedBytes {
+  bytes: Uint8Array | null;
+  removed: string[];
+}
 type Output = Extract<DecodeAnswer, { ok: true }>;
 
 /** The decode overran its budget and its process was killed. */
@@ -92,6 +120,7 @@ export function cpuSecondsOf(pid: number): number | null {
 
 /** Bytes that crossed IPC (a Buffer or a plain Uint8Array, by the serializer) as a Uint8Array. */
 const bytesOf = (output: Uint8Array | null) => (output === null ? null : new Uint8Array(output));
+const strippedOf = (m: StrippedBytes | undefined): StrippedBytes | null => (m ? { bytes: bytesOf(m.bytes), removed: m.removed } : null);
 
 /** One decode process: one job at a time. */
 class DecodeProcess {
@@ -117,7 +146,7 @@ class DecodeProcess {
         this.running = null;
         clearInterval(job.timer);
         if (message.ok) job.resolve(message);
-        else job.reject(new DecodeFailed(message.message));
+        else job.reject(message.refused ? new MetadataRefused(message.message) : new DecodeFailed(message.message));
       },
       onExit: (_p, code, signal) => {
         this.dead = true;
@@ -187,23 +216,46 @@ export class DecoderPool {
   ) {}
 
   async decode(bytes: Uint8Array, job: Omit<ThumbnailJob, "id" | "path">): Promise<Uint8Array | null> {
-    const path = join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`);
-    await writeFile(path, bytes, { mode: 0o600 });
-    try {
-      return bytesOf((await this.runJob({ ...job, path })).output);
-    } finally {
-      await unlink(path).catch(() => {});
-    }
+    return (await this.prepare(bytes, job)).thumbnail;
   }
 
-  /** Carries out an upload's processing plan under the same budget (the upload's bytes, copied to a temporary file). */
-  async process(bytes: Uint8Array, job: Omit<ProcessJob, "id" | "path" | "kind">): Promise<ProcessedImage> {
+  /**
+   * The upload's metadata policy (when `job.policy` is set) and its decode, in one job: the thumbnail, and the
+   * stripped bytes when the policy changed them. MetadataRefused when the surgery refused the bytes.
+   */
+  async prepare(bytes: Uint8Array, job: Omit<ThumbnailJob, "id" | "path">): Promise<{ thumbnail: Uint8Array | null; metadata: StrippedBytes | null }> {
+    return this.withFile(bytes, async (path) => {
+      const answer = await this.runJob({ ...job, path });
+      return { thumbnail: bytesOf(answer.output), metadata: strippedOf(answer.metadata) };
+    });
+  }
+
+  /** A metadata policy alone, under the same budget (MetadataRefused when it refuses the bytes). */
+  async strip(bytes: Uint8Array, mimetype: string, policy: MetadataPolicy): Promise<PolicyResult> {
+    return this.withFile(bytes, async (path) => {
+      const metadata = strippedOf((await this.runJob({ kind: "strip", path, mimetype, policy })).metadata);
+      if (!metadata) throw new DecodeFailed("the decode process applied no policy");
+      return { bytes: metadata.bytes ?? bytes, changed: metadata.bytes !== null, removed: metadata.removed };
+    });
+  }
+
+  /**
+   * Carries out an upload's processing plan under the same budget (the upload's bytes, copied to a temporary file),
+   * after its metadata policy when `job.policy` is set: `metadata` is what the policy made of the upload.
+   */
+  async process(bytes: Uint8Array, job: Omit<ProcessJob, "id" | "path" | "kind">): Promise<ProcessedImage & { metadata: StrippedBytes | null }> {
+    return this.withFile(bytes, async (path) => {
+      const { processed, metadata } = await this.runJob({ ...job, kind: "process", path });
+      if (!processed) throw new DecodeFailed("the decode process made no image");
+      return { ...processed, bytes: new Uint8Array(processed.bytes), thumbnail: bytesOf(processed.thumbnail), metadata: strippedOf(metadata) };
+    });
+  }
+
+  private async withFile<T>(bytes: Uint8Array, use: (path: string) => Promise<T>): Promise<T> {
     const path = join(this.tempDir(), `${randomBytes(12).toString("hex")}.img`);
     await writeFile(path, bytes, { mode: 0o600 });
     try {
-      const { processed } = await this.runJob({ ...job, kind: "process", path });
-      if (!processed) throw new DecodeFailed("the decode process made no image");
-      return { ...processed, bytes: new Uint8Array(processed.bytes), thumbnail: bytesOf(processed.thumbnail) };
+      return await use(path);
     } finally {
       await unlink(path).catch(() => {});
     }

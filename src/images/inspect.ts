@@ -2,6 +2,7 @@ import { fileTypeFromBuffer } from "file-type";
 import sharp from "sharp";
 import { avifOptions } from "./avif.ts";
 import { jpegSegments, SOS } from "./jpeg.ts";
+import { checkContainer } from "./metadata.ts";
 
 export interface Inspection {
   /** Media type sniffed from the bytes; null when unrecognised. */
@@ -15,15 +16,24 @@ export interface Inspection {
   declared: { width: number; height: number };
 }
 
+/**
+ * How much of the bytes the sniffer reads: every format it must tell apart shows itself in its first bytes
+ * (file-type's own sample is 4,100), so its cost does not grow with the file.
+ */
+const SNIFF_BYTES = 64 * 1024;
+
 /** The media type the bytes show, or null when file-type does not recognise them. */
-export const sniffMime = async (bytes: Uint8Array) => (await fileTypeFromBuffer(bytes))?.mime ?? null;
+export const sniffMime = async (bytes: Uint8Array) => (await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES)))?.mime ?? null;
 
 /**
  * Sniffs the content and reads the dimensions from the header only (no pixel decoding), as displayed
- * (EXIF orientation applied; one frame of an animation). Null when sharp cannot read a header.
+ * (EXIF orientation applied; one frame of an animation). Null when sharp cannot read a header. Before any library
+ * reads the header, the container is walked under the caps of metadata/limits.ts: ContainerRefused (a 400) when it
+ * breaks one (libexif and libheif spend seconds on looping IFDs and repeated extents).
  */
 export async function inspectImage(bytes: Uint8Array): Promise<Inspection | null> {
-  const sniffed = await fileTypeFromBuffer(bytes);
+  const sniffed = await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES));
+  if (sniffed) checkContainer(bytes, sniffed.mime);
   let meta: Awaited<ReturnType<ReturnType<typeof sharp>["metadata"]>>;
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();

@@ -7,6 +7,8 @@
  * 0x00 is data, a restart marker is consumed, and anything else is the next marker. The walk ends at EOI or at the
  * end of the bytes, as the decoder's does.
  */
+import { ContainerRefused, LIMITS, unitCap } from "./metadata/limits.ts";
+
 export interface JpegSegment {
   marker: number;
   /** The 0xFF before the marker code. */
@@ -22,12 +24,20 @@ export interface JpegSegment {
 export const SOS = 0xda;
 export const EOI = 0xd9;
 
+/**
+ * The walk is linear in the bytes (stray bytes and entropy data skipped with memchr) and its segments are capped by
+ * the file's size (limits.ts): a file made of tiny segments is refused before their number costs more than its bytes.
+ */
 export function* jpegSegments(b: Uint8Array): Generator<JpegSegment> {
   const n = b.length;
+  const buffer = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const cap = unitCap(n, LIMITS.jpegSegmentsBase, LIMITS.jpegBytesPerSegment);
+  let segments = 0;
   let pos = 2; // after SOI
   for (;;) {
     // next_marker(): skip non-0xFF bytes, then fill bytes; 0xFF00 is no marker
-    while (pos < n && b[pos] !== 0xff) pos++;
+    if (pos < n && b[pos] !== 0xff) pos = buffer.indexOf(0xff, pos);
+    if (pos < 0) return;
     while (pos < n && b[pos] === 0xff) pos++;
     if (pos >= n) return;
     const at = pos - 1;
@@ -40,6 +50,7 @@ export function* jpegSegments(b: Uint8Array): Generator<JpegSegment> {
     if (pos + 1 >= n) return;
     const length = (b[pos]! << 8) | b[pos + 1]!;
     const end = pos + length;
+    if (++segments > cap) throw new ContainerRefused(`The JPEG has more than ${cap} segments; at most that many are accepted for its size.`);
     yield { marker, at, length, start: pos + 2, end };
     pos = marker === SOS ? entropyEnd(b, end) : end;
   }

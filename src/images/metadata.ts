@@ -1,29 +1,43 @@
 /**
- * Metadata policy of a group (issue 17 §1), applied to the bytes before they are hashed and stored: the one
- * function processing and variants reuse is `applyMetadataPolicy(bytes, mimetype, policy)`.
+ * Metadata policy of a group, applied to the bytes before they are hashed and stored: the one function processing
+ * and variants reuse is `applyMetadataPolicy(bytes, mimetype, policy)`. It runs in the decode process (decoder.ts)
+ * under the decode's CPU budget, or in-process for files small enough that its worst case is a few milliseconds
+ * (docs/decisions/metadata-surgery-placement.md). Every walk here is linear in the bytes, under the caps of
+ * metadata/limits.ts; a file past a cap is refused (ContainerRefused, a 400).
  *
- * Stripping is segment/chunk surgery, never a re-encode: the pixels decode exactly as the upload's.
+ * Stripping is segment/chunk surgery, never a re-encode: the pixels decode exactly as the upload's. It is as
+ * lenient as the most lenient reader (docs/decisions/strip-fails-closed.md): what a strip policy keeps is a short
+ * list of blocks it understands; everything else that can carry metadata goes.
  *
  * - `keep`: the bytes as sent.
- * - `strip_location`: the EXIF GPS IFD (the GPSInfo entry of IFD0 and the values it points at), XMP packets (they
- *   hold exif:GPS*, photoshop:City/State/Country, Iptc4xmpCore:Location…; the whole packet goes), IPTC/Photoshop
- *   blocks (IPTC City/Province/Country), JUMBF/C2PA boxes (location assertions), multi-picture data and whatever
- *   follows the end of the image (MPF secondary images, HDR gain maps and phone trailers carry EXIF of their own).
- *   Everything else of the EXIF (camera, date) stays.
- * - `strip_all`: also the rest of the EXIF (camera and lens serials, maker notes, dates, owner names, embedded
- *   thumbnails): an EXIF block with only the Orientation tag is kept when the image has a non-default orientation;
- *   comments, every text chunk, JFIF thumbnails, FlashPix and unknown application blocks.
+ * - `strip_location`: every GPS pointer of every EXIF block (whatever its header's spelling, wherever the pointer
+ *   sits: IFD0, the Exif sub-IFD, IFD2…) with the GPS IFD it names; the EXIF thumbnail (IFD1 and after: a JPEG with
+ *   EXIF of its own); XMP packets (the whole packet); IPTC/Photoshop blocks; JUMBF/C2PA boxes; JFXX thumbnails,
+ *   multi-picture data and whatever follows the end of the image; PNG text chunks but the plain ones PNG defines;
+ *   unknown application blocks. The rest of the EXIF (camera, date) stays.
+ * - `strip_all`: also the rest of the EXIF (an EXIF block with only the Orientation tag is kept when the image has a
+ *   non-default orientation), comments and every text chunk.
  * - Both keep what shapes the picture: the orientation, the ICC profile (JPEG APP2 ICC_PROFILE, PNG iCCP, WebP
- *   ICCP, GIF ICCRGBG1012), JFIF density, the Adobe APP14 colour transform, PNG sRGB/gAMA/cHRM/cICP/sBIT/tRNS/bKGD/
- *   pHYs and animation chunks, GIF looping (NETSCAPE2.0/ANIMEXTS1.0), graphic control and plain-text extensions.
+ *   ICCP, GIF ICCRGBG1012), JFIF, the Adobe APP14 colour transform, PNG sRGB/gAMA/cHRM/cICP/sBIT/tRNS/bKGD/pHYs and
+ *   animation chunks, GIF looping (NETSCAPE2.0/ANIMEXTS1.0), graphic control and plain-text extensions.
+ *
+ * Then the result is verified by an independent lenient scanner (metadata/scan.ts). A block it still finds
+ * location in is dropped whole (segment, chunk, extension, item); location it finds where nothing can be dropped
+ * without touching the picture is a refusal (LocationRefused, a 400), as is a file that cannot be walked. Under a
+ * strip policy no error ends with the file stored as sent.
  *
  * AVIF (HEIF) metadata sits in items that a location table (`iloc`) points into: it is overwritten in place, at the
  * same length, so no offset moves and the coded image is untouched (the Exif item cleaned as above and padded with
- * zeros; XMP and other `mime` items blanked). TIFF is stored as sent under every policy (`unparsed` in `removed`): its
- * metadata and its pixels share one web of offsets, and a re-encode would not be stripping. A file this module cannot
- * walk is stored as sent too.
+ * zeros; XMP and other `mime` items blanked); boxes outside the image's structure become `free`. TIFF is not cut up
+ * (its metadata and pixels share one web of offsets): it is verified, stored when it carries no location, refused
+ * otherwise.
  */
 import { EOI, jpegSegments, SOS } from "./jpeg.ts";
+import { ContainerRefused, FORMAT_NAMES, LIMITS, LocationRefused, MetadataRefused, unitCap } from "./metadata/limits.ts";
+import { findLocation, isPlainPngKeyword } from "./metadata/scan.ts";
+import { BrokenExif, checkTiff, cleanExif, isTiffHeader, type StripPolicy } from "./metadata/tiff.ts";
+
+export { ContainerRefused, LocationRefused, MetadataRefused } from "./metadata/limits.ts";
 
 export const METADATA_POLICIES = ["keep", "strip_location", "strip_all"] as const;
 export type MetadataPolicy = (typeof METADATA_POLICIES)[number];
@@ -33,44 +47,96 @@ export interface PolicyResult {
   /** What to store: the input itself when nothing was removed. */
   bytes: Uint8Array;
   changed: boolean;
-  /** What was removed, in words ("EXIF GPS", "XMP", "trailing data"…); ["unparsed"] when the file could not be walked. */
+  /** What was removed, in words ("EXIF GPS", "XMP", "trailing data"…). */
   removed: string[];
 }
 
+/**
+ * Where the verification found location: units containing one of `at` are dropped whole; `covered` collects the
+ * positions that fell in a unit that could be dropped.
+ */
+interface Drop {
+  at: number[];
+  covered: Set<number>;
+}
+const noDrop = (): Drop => ({ at: [], covered: new Set() });
+/** Whether [start, end) holds a finding; marks it covered. */
+function holdsFinding(drop: Drop, start: number, end: number): boolean {
+  let hit = false;
+  for (const at of drop.at) {
+    if (at >= start && at < end) {
+      drop.covered.add(at);
+      hit = true;
+    }
+  }
+  return hit;
+}
+
+type Stripper = (b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop: Drop) => Uint8Array;
+const STRIPPERS: Record<string, Stripper> = {
+  "image/jpeg": stripJpeg,
+  "image/png": stripPng,
+  "image/webp": stripWebp,
+  "image/gif": stripGif,
+  "image/avif": stripHeif,
+};
+
+/**
+ * Applies the policy. Throws MetadataRefused (a 400 with its message) when the file breaks a cap, cannot be walked
+ * under a strip policy, or keeps location that cannot be removed.
+ */
 export function applyMetadataPolicy(bytes: Uint8Array, mimetype: string, policy: MetadataPolicy): PolicyResult {
   if (policy === "keep") return { bytes, changed: false, removed: [] };
+  const name = FORMAT_NAMES[mimetype] ?? mimetype;
+  const strip: Stripper | undefined = STRIPPERS[mimetype];
   const removed = new Set<string>();
-  let out: Uint8Array | null;
-  try {
-    switch (mimetype) {
-      case "image/jpeg":
-        out = stripJpeg(bytes, policy, removed);
-        break;
-      case "image/png":
-        out = stripPng(bytes, policy, removed);
-        break;
-      case "image/webp":
-        out = stripWebp(bytes, policy, removed);
-        break;
-      case "image/gif":
-        out = stripGif(bytes, policy, removed);
-        break;
-      case "image/avif":
-        out = stripHeif(bytes, policy, removed);
-        break;
-      default:
-        out = null;
+  const run = (input: Uint8Array, drop: Drop): Uint8Array => {
+    if (!strip) return input;
+    try {
+      return strip(input, policy, removed, drop);
+    } catch (e) {
+      if (e instanceof MetadataRefused) throw e;
+      throw new LocationRefused(`The ${name} file could not be walked to remove its metadata (${(e as Error).message}): it is refused rather than stored with it.`);
     }
-  } catch {
-    out = null;
+  };
+  let out = run(bytes, noDrop());
+  // verify: what an independent lenient scanner still finds is dropped with its block, or the file is refused
+  for (let round = 0; ; round++) {
+    const findings = findLocation(out, mimetype);
+    if (findings.length === 0) break;
+    let stuck = findings;
+    if (strip !== undefined && round < 2) {
+      const drop: Drop = { at: findings.map((f) => f.at), covered: new Set() };
+      out = run(out, drop);
+      stuck = findings.filter((f) => !drop.covered.has(f.at));
+    }
+    if (stuck.length > 0) {
+      const what = [...new Set(stuck.map((f) => f.what))].join(", ");
+      throw new LocationRefused(`The ${name} file carries location metadata (${what}) that cannot be removed without re-encoding the picture: remove it before uploading.`);
+    }
   }
-  if (out === null) return { bytes, changed: false, removed: ["unparsed"] };
   if (removed.size === 0 || equalBytes(out, bytes)) return { bytes, changed: false, removed: [] };
   return { bytes: out, changed: true, removed: [...removed] };
 }
 
+/**
+ * The structural walk of a file, under the caps, before any library reads it (libexif and libheif spend seconds on
+ * looping IFDs and repeated extents): throws ContainerRefused past a cap; a file that is merely broken passes (the
+ * decoder judges it).
+ */
+export function checkContainer(bytes: Uint8Array, mimetype: string): void {
+  const strip: Stripper | undefined = STRIPPERS[mimetype];
+  try {
+    if (strip) strip(bytes, "strip_location", new Set(), { ...noDrop(), check: true } as Drop);
+    else if (mimetype === "image/tiff") checkTiff(bytes);
+  } catch (e) {
+    if (e instanceof ContainerRefused) throw e;
+  }
+}
+const checking = (drop: Drop) => (drop as Drop & { check?: boolean }).check === true;
+
 const equalBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
-const ascii = (b: Uint8Array, start: number, length: number) => String.fromCharCode(...b.subarray(start, start + length));
+const ascii = (b: Uint8Array, start: number, length: number) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1", start, Math.min(b.length, start + length));
 const startsWith = (b: Uint8Array, start: number, text: string) => b.length >= start + text.length && ascii(b, start, text.length) === text;
 
 function concat(parts: Uint8Array[]): Uint8Array {
@@ -86,140 +152,57 @@ function concat(parts: Uint8Array[]): Uint8Array {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// EXIF (a TIFF structure: header, IFD0 → Exif/GPS/Interop sub-IFDs, IFD1)
+// EXIF inside a block: found as leniently as readers find it
 
-const TAG_ORIENTATION = 0x0112;
-const TAG_GPS_IFD = 0x8825;
-const TAG_EXIF_IFD = 0x8769;
-const TAG_INTEROP_IFD = 0xa005;
-const TYPE_SIZES = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4] as const;
+const EXIF_HEADER = "Exif\0\0";
 
-class Tiff {
-  readonly view: DataView;
-  readonly little: boolean;
-  constructor(readonly bytes: Uint8Array) {
-    if (bytes.length < 8) throw new Error("short TIFF");
-    const order = ascii(bytes, 0, 2);
-    if (order !== "II" && order !== "MM") throw new Error("not TIFF");
-    this.little = order === "II";
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  }
-  u16 = (at: number) => this.view.getUint16(at, this.little);
-  u32 = (at: number) => this.view.getUint32(at, this.little);
-  setU16 = (at: number, v: number) => this.view.setUint16(at, v, this.little);
-  setU32 = (at: number, v: number) => this.view.setUint32(at, v, this.little);
-  get ifd0() {
-    return this.u32(4);
-  }
-  /** The entries of the IFD at `at`: tag, type, count, where its value is, and its size. */
-  entries(at: number) {
-    if (at < 8 || at + 2 > this.bytes.length) throw new Error("IFD out of range");
-    const n = this.u16(at);
-    if (at + 2 + n * 12 + 4 > this.bytes.length) throw new Error("IFD out of range");
-    const list: { entry: number; tag: number; type: number; count: number; size: number; value: number }[] = [];
-    for (let i = 0; i < n; i++) {
-      const entry = at + 2 + i * 12;
-      const type = this.u16(entry + 2);
-      const count = this.u32(entry + 4);
-      const size = (TYPE_SIZES[type] ?? 1) * count;
-      list.push({ entry, tag: this.u16(entry), type, count, size, value: size > 4 ? this.u32(entry + 8) : entry + 8 });
-    }
-    return list;
-  }
-  nextIfd(at: number) {
-    return this.u32(at + 2 + this.u16(at) * 12);
-  }
-  zero(start: number, length: number) {
-    if (start < 0 || start >= this.bytes.length) return;
-    this.bytes.fill(0, start, Math.min(this.bytes.length, start + length));
-  }
-  /** Zeroes an IFD, the values it points at and (depth-first) its sub-IFDs. */
-  zeroIfd(at: number, depth = 0) {
-    if (depth > 4) return;
-    const list = this.entries(at);
-    for (const e of list) {
-      if (e.tag === TAG_EXIF_IFD || e.tag === TAG_GPS_IFD || e.tag === TAG_INTEROP_IFD) {
-        const sub = this.u32(e.entry + 8);
-        if (sub >= 8 && sub < this.bytes.length) this.zeroIfd(sub, depth + 1);
-      }
-      if (e.size > 4) this.zero(e.value, e.size);
-    }
-    this.zero(at, 2 + list.length * 12 + 4);
-  }
-  /** Removes entries of the IFD at `at` (their values and sub-IFDs zeroed), at the same length: later entries move up. */
-  removeEntries(at: number, remove: (tag: number) => boolean): boolean {
-    const list = this.entries(at);
-    const keep = list.filter((e) => !remove(e.tag));
-    if (keep.length === list.length) return false;
-    const next = this.nextIfd(at);
-    for (const e of list) {
-      if (!remove(e.tag)) continue;
-      if (e.tag === TAG_EXIF_IFD || e.tag === TAG_GPS_IFD || e.tag === TAG_INTEROP_IFD) {
-        const sub = this.u32(e.entry + 8);
-        if (sub >= 8 && sub < this.bytes.length) this.zeroIfd(sub);
-      }
-      if (e.size > 4) this.zero(e.value, e.size);
-    }
-    const kept = keep.map((e) => this.bytes.slice(e.entry, e.entry + 12));
-    this.zero(at, 2 + list.length * 12 + 4);
-    this.setU16(at, keep.length);
-    kept.forEach((entry, i) => this.bytes.set(entry, at + 2 + i * 12));
-    this.setU32(at + 2 + keep.length * 12, next);
-    return true;
-  }
-  orientation(): number | null {
-    const e = this.entries(this.ifd0).find((x) => x.tag === TAG_ORIENTATION && x.type === 3);
-    return e ? this.u16(e.entry + 8) : null;
-  }
+/** Where a TIFF structure starts in a block that may carry EXIF: at 0, or behind a header of up to 16 bytes ("Exif\0\0", "Exif\0\x01", "exif", junk…). */
+function tiffStartIn(payload: Uint8Array): number {
+  for (let t = 0; t <= 16 && t + 8 <= payload.length; t++) if (isTiffHeader(payload, t)) return t;
+  return -1;
 }
-
-/** A TIFF structure holding only IFD0 with the Orientation tag; null for the default orientation (1) or none. */
-function minimalExif(orientation: number | null, little: boolean): Uint8Array | null {
-  if (orientation === null || orientation < 2 || orientation > 8) return null;
-  const out = new Uint8Array(26);
-  const view = new DataView(out.buffer);
-  out.set(little ? [0x49, 0x49, 0x2a, 0x00] : [0x4d, 0x4d, 0x00, 0x2a]);
-  view.setUint32(4, 8, little);
-  view.setUint16(8, 1, little);
-  view.setUint16(10, TAG_ORIENTATION, little);
-  view.setUint16(12, 3, little);
-  view.setUint32(14, 1, little);
-  view.setUint16(18, orientation, little);
-  view.setUint32(22, 0, little);
-  return out;
-}
+const looksLikeExif = (payload: Uint8Array) => /exif/i.test(ascii(payload, 0, 16)) || tiffStartIn(payload) >= 0;
 
 /**
- * The EXIF (a TIFF structure) cleaned by the policy; null when nothing of it should remain. strip_location edits a
- * copy in place (same length: offsets inside stay valid); strip_all rebuilds it with only the orientation.
+ * An EXIF block cleaned by the policy: the block to keep (its header as it was, the TIFF cleaned), or null to drop
+ * it (strip_all without an orientation to keep, a header no standard reader reads, or a TIFF that cannot be walked).
+ * `standard`: the header standard readers expect here, the only one whose orientation they apply.
  */
-function cleanExif(tiffBytes: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
-  const tiff = new Tiff(tiffBytes.slice());
-  if (policy === "strip_all") {
-    removed.add("EXIF");
-    return minimalExif(tiff.orientation(), tiff.little);
+function cleanExifBlock(payload: Uint8Array, policy: StripPolicy, removed: Set<string>, standard: string): Uint8Array | null {
+  const t = tiffStartIn(payload);
+  const name = policy === "strip_all" ? "EXIF" : "EXIF (unreadable)";
+  if (t < 0) {
+    removed.add(name);
+    return null;
   }
-  let changed = tiff.removeEntries(tiff.ifd0, (tag) => tag === TAG_GPS_IFD);
-  // IFD1 (the thumbnail's) should not hold one, but nothing forbids it
-  const ifd1 = tiff.nextIfd(tiff.ifd0);
-  if (ifd1 >= 8 && ifd1 < tiff.bytes.length) changed = tiff.removeEntries(ifd1, (tag) => tag === TAG_GPS_IFD) || changed;
-  if (changed) removed.add("EXIF GPS");
-  return tiff.bytes;
+  const prefix = payload.subarray(0, t);
+  const isStandard = ascii(prefix, 0, prefix.length) === standard;
+  if (policy === "strip_all" && !isStandard) {
+    removed.add("EXIF");
+    return null;
+  }
+  let cleaned: Uint8Array | null;
+  try {
+    cleaned = cleanExif(payload.subarray(t), policy, removed);
+  } catch (e) {
+    if (!(e instanceof BrokenExif)) throw e;
+    removed.add(name);
+    return null;
+  }
+  return cleaned && concat([prefix, cleaned]);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // JPEG
 
-const EXIF_HEADER = "Exif\0\0";
-const XMP_HEADERS = ["http://ns.adobe.com/xap/1.0/\0", "http://ns.adobe.com/xmp/extension/\0"];
-
-function stripJpeg(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
-  if (b[0] !== 0xff || b[1] !== 0xd8) return null;
+function stripJpeg(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop: Drop): Uint8Array {
+  if (b[0] !== 0xff || b[1] !== 0xd8) throw new Error("no SOI");
   const parts: Uint8Array[] = [b.subarray(0, 2)];
   const n = b.length;
+  const check = checking(drop);
   let copyFrom = 2; // bytes not yet decided on (stray and fill bytes are copied as they are: libjpeg skips them the same way)
   const flush = (to: number) => {
-    if (to > copyFrom) parts.push(b.subarray(copyFrom, to));
+    if (to > copyFrom && !check) parts.push(b.subarray(copyFrom, to));
   };
   for (const { marker, at, length, start, end } of jpegSegments(b)) {
     if (marker === EOI) {
@@ -227,69 +210,59 @@ function stripJpeg(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>):
       flush(end);
       copyFrom = end;
       if (end < n) removed.add("trailing data");
-      return removed.size === 0 ? b : concat(parts);
+      return removed.size === 0 || check ? b : concat(parts);
     }
-    if (length < 2 || end > n) return null;
+    if (length < 2 || end > n) throw new Error("a segment past the end");
     if (marker === SOS) continue;
     const payload = b.subarray(start, end);
-    const verdict = jpegSegment(marker, payload, policy);
+    let verdict = jpegSegment(marker, payload, policy);
+    if (verdict === "keep" && holdsFinding(drop, at, end) && ((marker >= 0xe0 && marker <= 0xef) || marker === 0xfe)) verdict = { bytes: null, removed: ["block with location"] };
     if (verdict === "keep") continue;
     flush(at);
-    if (verdict !== "drop") {
+    if (verdict.bytes && verdict.bytes.length + 2 <= 0xffff) {
       const segment = new Uint8Array(4 + verdict.bytes.length);
       segment.set([0xff, marker, ((verdict.bytes.length + 2) >> 8) & 0xff, (verdict.bytes.length + 2) & 0xff]);
       segment.set(verdict.bytes, 4);
-      if (verdict.bytes.length + 2 <= 0xffff) parts.push(segment);
+      parts.push(segment);
     }
-    for (const r of verdict === "drop" ? [jpegSegmentName(marker, payload)] : verdict.removed) removed.add(r);
+    for (const r of verdict.removed) removed.add(r);
     copyFrom = end;
   }
   // no EOI: the file as walked (a truncated file is the decoder's business)
   flush(n);
-  return removed.size === 0 ? b : concat(parts);
+  return removed.size === 0 || check ? b : concat(parts);
 }
 
-function jpegSegmentName(marker: number, payload: Uint8Array): string {
-  if (marker === 0xfe) return "comment";
-  if (marker === 0xe1) return XMP_HEADERS.some((h) => startsWith(payload, 0, h)) ? "XMP" : startsWith(payload, 0, EXIF_HEADER) ? "EXIF" : "APP1";
-  if (marker === 0xed) return "IPTC";
-  if (marker === 0xeb) return "JUMBF";
-  if (marker === 0xe2) return startsWith(payload, 0, "MPF\0") ? "multi-picture data" : startsWith(payload, 0, "FPXR\0") ? "FlashPix" : "APP2";
-  if (marker === 0xe0) return "JFIF thumbnail";
-  return `APP${marker - 0xe0}`;
-}
+type SegmentVerdict = "keep" | { bytes: Uint8Array | null; removed: string[] };
+const dropped = (what: string): SegmentVerdict => ({ bytes: null, removed: [what] });
 
-type SegmentVerdict = "keep" | "drop" | { bytes: Uint8Array; removed: string[] };
-
-function jpegSegment(marker: number, payload: Uint8Array, policy: MetadataPolicy): SegmentVerdict {
+function jpegSegment(marker: number, payload: Uint8Array, policy: StripPolicy): SegmentVerdict {
   const all = policy === "strip_all";
-  if (marker === 0xfe) return all ? "drop" : "keep"; // COM
+  if (marker === 0xfe) return all ? dropped("comment") : "keep"; // COM
   if (marker < 0xe0 || marker > 0xef) return "keep"; // tables, frame headers, DRI…
   switch (marker) {
-    case 0xe0: // JFIF keeps (density); JFXX (a thumbnail) and others go under strip_all
-      return startsWith(payload, 0, "JFIF\0") || !all ? "keep" : "drop";
+    case 0xe0: // JFIF keeps (density); JFXX (a thumbnail: a JPEG of its own) and others go
+      return startsWith(payload, 0, "JFIF\0") ? "keep" : dropped("JFXX thumbnail");
     case 0xe1: {
-      if (startsWith(payload, 0, EXIF_HEADER)) {
+      if (looksLikeExif(payload)) {
         const found = new Set<string>();
-        const exif = cleanExif(payload.subarray(6), policy, found);
+        const exif = cleanExifBlock(payload, policy, found, EXIF_HEADER);
         if (found.size === 0) return "keep";
-        if (!exif) return "drop";
-        return { bytes: concat([payload.subarray(0, 6), exif]), removed: [...found] };
+        return { bytes: exif, removed: [...found] };
       }
-      if (XMP_HEADERS.some((h) => startsWith(payload, 0, h))) return "drop";
-      return all ? "drop" : "keep";
+      return dropped(/<x:x[am]pmeta|<\?xpacket|http:\/\/ns\.adobe\.com\/xmp/.test(ascii(payload, 0, 256)) ? "XMP" : "APP1");
     }
-    case 0xe2: // ICC profiles shape the picture; MPF points at pictures after EOI (removed); FlashPix under strip_all
+    case 0xe2: // ICC profiles shape the picture; MPF points at pictures after EOI (removed); FlashPix and others go
       if (startsWith(payload, 0, "ICC_PROFILE\0")) return "keep";
-      if (startsWith(payload, 0, "MPF\0")) return "drop";
-      return all ? "drop" : "keep";
-    case 0xed: // Photoshop IRB / IPTC (City, Province, Country)
-    case 0xeb: // JUMBF (C2PA manifests may assert a location)
-      return "drop";
+      return dropped(startsWith(payload, 0, "MPF\0") ? "multi-picture data" : startsWith(payload, 0, "FPXR\0") ? "FlashPix" : "APP2");
+    case 0xed:
+      return dropped("IPTC"); // Photoshop IRB / IPTC (City, Province, Country)
+    case 0xeb:
+      return dropped("JUMBF"); // JUMBF (C2PA manifests may assert a location)
     case 0xee: // Adobe: the colour transform
-      return startsWith(payload, 0, "Adobe") ? "keep" : all ? "drop" : "keep";
-    default:
-      return all ? "drop" : "keep";
+      return startsWith(payload, 0, "Adobe") ? "keep" : dropped("APP14");
+    default: // vendor blocks (GoPro's GPMF in APP6 holds a GPS track): readers know more of them than we do
+      return dropped(`APP${marker - 0xe0}`);
   }
 }
 
@@ -310,29 +283,43 @@ function pngChunk(type: string, data: Uint8Array): Uint8Array {
   return out;
 }
 
-function stripPng(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
-  if (b.length < 8 || PNG_SIGNATURE.some((v, i) => b[i] !== v)) return null;
+function stripPng(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop: Drop): Uint8Array {
+  if (b.length < 8 || PNG_SIGNATURE.some((v, i) => b[i] !== v)) throw new Error("no PNG signature");
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const parts: Uint8Array[] = [b.subarray(0, 8)];
   const all = policy === "strip_all";
+  const check = checking(drop);
+  const cap = unitCap(b.length, LIMITS.pngChunksBase, LIMITS.pngBytesPerChunk);
+  let chunks = 0;
   let pos = 8;
   while (pos + 12 <= b.length) {
+    if (++chunks > cap) throw new ContainerRefused(`The PNG has more than ${cap} chunks; at most that many are accepted for its size.`);
     const length = view.getUint32(pos);
     const type = ascii(b, pos + 4, 4);
     const end = pos + 12 + length;
-    if (end > b.length) return null;
+    if (end > b.length) throw new Error("a chunk past the end");
     const whole = b.subarray(pos, end);
     const data = b.subarray(pos + 8, pos + 8 + length);
-    pos = end;
     const critical = (type.charCodeAt(0) & 0x20) === 0;
+    const hit = !critical && holdsFinding(drop, pos, end);
+    pos = end;
+    if (hit) {
+      removed.add(type === "eXIf" ? "EXIF" : `chunk ${type}`);
+      continue;
+    }
     if (critical || PNG_PICTURE_CHUNKS.has(type)) {
       parts.push(whole);
       if (type === "IEND") break;
       continue;
     }
     if (type === "eXIf") {
+      if (check) {
+        const t = tiffStartIn(data);
+        if (t >= 0) checkTiff(data.subarray(t));
+        continue;
+      }
       const found = new Set<string>();
-      const exif = cleanExif(data, policy, found);
+      const exif = cleanExifBlock(data, policy, found, "");
       if (found.size === 0) parts.push(whole);
       else if (exif) parts.push(pngChunk("eXIf", exif));
       for (const r of found) removed.add(r);
@@ -340,17 +327,18 @@ function stripPng(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): 
     }
     if (type === "tEXt" || type === "zTXt" || type === "iTXt") {
       const keyword = ascii(data, 0, Math.min(length, 80)).split("\0")[0]!;
-      const metadata = keyword === "XML:com.adobe.xmp" || keyword.startsWith("Raw profile type");
-      if (!all && !metadata) parts.push(whole);
-      else removed.add(keyword === "XML:com.adobe.xmp" ? "XMP" : metadata ? `text ${keyword}` : "text");
+      // the plain keywords PNG defines stay under strip_location (the verification reads them, inflated); any
+      // other keyword becomes a tag of that name in some reader ("GPSLatitude"), and raw profiles hold EXIF/XMP/IPTC
+      if (!all && isPlainPngKeyword(keyword)) parts.push(whole);
+      else removed.add(keyword === "XML:com.adobe.xmp" ? "XMP" : `text ${keyword}`);
       continue;
     }
-    // other ancillary chunks (tIME, private ones): kept under strip_location, dropped under strip_all
-    if (all) removed.add(type);
-    else parts.push(whole);
+    // tIME (a date) stays under strip_location; other ancillary chunks (caBX, private ones) go
+    if (type === "tIME" && !all) parts.push(whole);
+    else removed.add(type);
   }
   if (pos < b.length) removed.add("trailing data");
-  return concat(parts);
+  return check ? b : concat(parts);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -358,32 +346,46 @@ function stripPng(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): 
 
 const WEBP_PICTURE_CHUNKS = new Set(["VP8 ", "VP8L", "VP8X", "ALPH", "ANIM", "ANMF", "ICCP"]);
 
-function stripWebp(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
-  if (!startsWith(b, 0, "RIFF") || !startsWith(b, 8, "WEBP")) return null;
+function stripWebp(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop: Drop): Uint8Array {
+  if (!startsWith(b, 0, "RIFF") || !startsWith(b, 8, "WEBP")) throw new Error("no RIFF WEBP header");
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const riffEnd = Math.min(b.length, 8 + view.getUint32(4, true));
+  const check = checking(drop);
+  const cap = unitCap(b.length, LIMITS.webpChunksBase, LIMITS.webpBytesPerChunk);
   const chunks: Uint8Array[] = [];
+  let count = 0;
   let pos = 12;
   let hasExif = false;
   while (pos + 8 <= riffEnd) {
+    if (++count > cap) throw new ContainerRefused(`The WebP has more than ${cap} chunks; at most that many are accepted for its size.`);
     const type = ascii(b, pos, 4);
     const size = view.getUint32(pos + 4, true);
     const end = pos + 8 + size + (size & 1);
-    if (pos + 8 + size > riffEnd) return null;
+    if (pos + 8 + size > riffEnd) throw new Error("a chunk past the end");
     const whole = b.subarray(pos, Math.min(end, riffEnd));
     const data = b.subarray(pos + 8, pos + 8 + size);
+    const structural = type === "VP8 " || type === "VP8L" || type === "VP8X" || type === "ALPH" || type === "ANMF";
+    const hit = !structural && holdsFinding(drop, pos, end);
     pos = end;
+    if (hit) {
+      removed.add(`chunk ${type.trim()}`);
+      continue;
+    }
     if (type === "EXIF") {
+      if (check) {
+        const t = tiffStartIn(data);
+        if (t >= 0) checkTiff(data.subarray(t));
+        continue;
+      }
       const found = new Set<string>();
       // some writers put the JPEG APP1 header in front of the TIFF structure
-      const skip = startsWith(data, 0, EXIF_HEADER) ? 6 : 0;
-      const exif = cleanExif(data.subarray(skip), policy, found);
+      const exif = cleanExifBlock(data, policy, found, startsWith(data, 0, EXIF_HEADER) ? EXIF_HEADER : "");
       for (const r of found) removed.add(r);
       if (found.size === 0) {
         chunks.push(whole);
         hasExif = true;
       } else if (exif) {
-        chunks.push(riffChunk("EXIF", concat([data.subarray(0, skip), exif])));
+        chunks.push(riffChunk("EXIF", exif));
         hasExif = true;
       }
       continue;
@@ -392,10 +394,11 @@ function stripWebp(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>):
       removed.add("XMP");
       continue;
     }
-    if (WEBP_PICTURE_CHUNKS.has(type) || policy !== "strip_all") chunks.push(whole);
+    if (WEBP_PICTURE_CHUNKS.has(type)) chunks.push(whole);
     else removed.add(`chunk ${type.trim()}`);
   }
   if (riffEnd < b.length) removed.add("trailing data");
+  if (check) return b;
   const first = chunks[0];
   if (first && startsWith(first, 0, "VP8X") && first.length >= 9) {
     const vp8x = first.slice();
@@ -423,9 +426,11 @@ function riffChunk(type: string, data: Uint8Array): Uint8Array {
 /** Application extensions that shape the picture: looping and the colour profile. */
 const GIF_PICTURE_APPS = new Set(["NETSCAPE2.0", "ANIMEXTS1.0", "ICCRGBG1012"]);
 
-function stripGif(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
-  if (!startsWith(b, 0, "GIF87a") && !startsWith(b, 0, "GIF89a")) return null;
-  if (b.length < 13) return null;
+function stripGif(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop: Drop): Uint8Array {
+  if ((!startsWith(b, 0, "GIF87a") && !startsWith(b, 0, "GIF89a")) || b.length < 13) throw new Error("no GIF header");
+  const check = checking(drop);
+  const cap = unitCap(b.length, LIMITS.gifBlocksBase, LIMITS.gifBytesPerBlock);
+  let blocks = 0;
   let pos = 13;
   if (b[10]! & 0x80) pos += 3 * (1 << ((b[10]! & 0x07) + 1));
   const parts: Uint8Array[] = [b.subarray(0, pos)];
@@ -436,15 +441,16 @@ function stripGif(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): 
     return at + 1;
   };
   while (pos < b.length) {
+    if (++blocks > cap) throw new ContainerRefused(`The GIF has more than ${cap} blocks; at most that many are accepted for its size.`);
     const introducer = b[pos]!;
     if (introducer === 0x3b) {
       parts.push(b.subarray(pos, pos + 1));
       if (pos + 1 < b.length) removed.add("trailing data");
-      return concat(parts);
+      return check ? b : concat(parts);
     }
     if (introducer === 0x2c) {
       let at = pos + 10;
-      if (at > b.length) return null;
+      if (at > b.length) throw new Error("truncated GIF");
       const flags = b[pos + 9]!;
       if (flags & 0x80) at += 3 * (1 << ((flags & 0x07) + 1));
       const end = subBlocksEnd(at + 1); // after the LZW minimum code size
@@ -452,25 +458,25 @@ function stripGif(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): 
       pos = end;
       continue;
     }
-    if (introducer !== 0x21) return null;
+    if (introducer !== 0x21) throw new Error("an unknown GIF block");
     const label = b[pos + 1]!;
     const end = subBlocksEnd(pos + 2);
     const block = b.subarray(pos, end);
+    const hit = holdsFinding(drop, pos, end);
     pos = end;
-    if (label === 0xfe) {
+    if (hit) removed.add("extension with location");
+    else if (label === 0xfe) {
       if (policy === "strip_all") removed.add("comment");
       else parts.push(block);
     } else if (label === 0xff) {
       const id = block[2] === 11 ? ascii(block, 3, 11) : "";
       if (GIF_PICTURE_APPS.has(id)) parts.push(block);
-      else if (id === "XMP DataXMP") removed.add("XMP");
-      else if (policy === "strip_all") removed.add(`application ${id.trim() || "extension"}`);
-      else parts.push(block);
+      else removed.add(id === "XMP DataXMP" ? "XMP" : `application ${id.trim() || "extension"}`);
     } else {
       parts.push(block); // graphic control, plain text
     }
   }
-  return null; // no trailer: leave the file as sent
+  throw new Error("no GIF trailer");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -478,15 +484,18 @@ function stripGif(b: Uint8Array, policy: MetadataPolicy, removed: Set<string>): 
 
 interface Box {
   type: string;
-  /** Where its payload starts (after the header) and where the box ends. */
+  /** Where the box starts, where its payload starts (after the header) and where it ends. */
+  at: number;
   start: number;
   end: number;
 }
 
-function* heifBoxes(b: Uint8Array, start: number, end: number): Generator<Box> {
+function heifBoxes(b: Uint8Array, start: number, end: number, where: string): Box[] {
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const boxes: Box[] = [];
   let pos = start;
   while (pos + 8 <= end) {
+    if (boxes.length >= LIMITS.heifBoxesPerLevel) throw new ContainerRefused(`The AVIF has more than ${LIMITS.heifBoxesPerLevel} boxes in ${where}.`);
     let size = view.getUint32(pos);
     let header = 8;
     if (size === 1) {
@@ -495,10 +504,11 @@ function* heifBoxes(b: Uint8Array, start: number, end: number): Generator<Box> {
       header = 16;
     } else if (size === 0) size = end - pos;
     if (size < header || pos + size > end) throw new Error("box out of range");
-    yield { type: ascii(b, pos + 4, 4), start: pos + header, end: pos + size };
+    boxes.push({ type: ascii(b, pos + 4, 4), at: pos, start: pos + header, end: pos + size });
     pos += size;
   }
   if (pos !== end) throw new Error("trailing bytes in a box");
+  return boxes;
 }
 
 /** Reads big-endian unsigned integers of 0, 2, 4 or 8 bytes, in order, inside [pos, end). */
@@ -530,25 +540,41 @@ interface Extent {
 }
 
 const EMPTY_XMP = '<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"/><?xpacket end="w"?>';
+/** Boxes that make up the image: kept. Any other box at the top level or in meta becomes `free` under a strip policy (XMP `uuid` boxes, `xml `…). */
+const HEIF_TOP = new Set(["ftyp", "meta", "mdat", "moov", "free", "skip"]);
+const HEIF_META = new Set(["hdlr", "pitm", "iloc", "iinf", "iprp", "iref", "idat", "dinf", "grpl", "free", "skip"]);
 
-function stripHeif(input: Uint8Array, policy: MetadataPolicy, removed: Set<string>): Uint8Array | null {
-  const top = [...heifBoxes(input, 0, input.length)];
-  if (top[0]?.type !== "ftyp") return null;
+function stripHeif(input: Uint8Array, policy: StripPolicy, removed: Set<string>, drop: Drop): Uint8Array {
+  const check = checking(drop);
+  const top = heifBoxes(input, 0, input.length, "the file");
+  if (top[0]?.type !== "ftyp") throw new Error("no ftyp box");
+  const out = check ? input : input.slice();
+  const free = (box: Box, what: string) => {
+    if (check) return;
+    out.set([0x66, 0x72, 0x65, 0x65], box.at + 4); // the type field
+    out.fill(0, box.start, box.end);
+    removed.add(what);
+  };
+  for (const box of top) {
+    const droppable = box.type === "moov" || box.type === "free" || box.type === "skip"; // a sequence's track; the primary image stays
+    if (!HEIF_TOP.has(box.type) || (droppable && holdsFinding(drop, box.at, box.end))) free(box, `box ${box.type}`);
+  }
   const meta = top.find((box) => box.type === "meta");
-  if (!meta) return input;
-  const children = [...heifBoxes(input, meta.start + 4, meta.end)]; // meta is a FullBox
+  if (!meta) return out;
+  const children = heifBoxes(input, meta.start + 4, meta.end, "meta"); // meta is a FullBox
+  for (const box of children) if (!HEIF_META.has(box.type)) free(box, `box ${box.type}`);
   const iinf = children.find((box) => box.type === "iinf");
   const iloc = children.find((box) => box.type === "iloc");
   const idat = children.find((box) => box.type === "idat");
-  if (!iinf || !iloc) return input;
+  if (!iinf || !iloc) return out;
 
-  // iinf: item id → item type (and content type for `mime`)
+  // iinf: item id → item type (and content type for `mime`); its declared count is not trusted, its boxes are counted
   const items = new Map<number, { type: string; contentType: string }>();
   const info = new Reader(input, iinf.start, iinf.end);
   const iinfVersion = info.uint(1);
   info.uint(3);
   info.uint(iinfVersion === 0 ? 2 : 4);
-  for (const infe of heifBoxes(input, info.pos, iinf.end)) {
+  for (const infe of heifBoxes(input, info.pos, iinf.end, "iinf")) {
     if (infe.type !== "infe") continue;
     const r = new Reader(input, infe.start, infe.end);
     const version = r.uint(1);
@@ -562,7 +588,7 @@ function stripHeif(input: Uint8Array, policy: MetadataPolicy, removed: Set<strin
     items.set(id, { type, contentType: type === "mime" ? r.cstring() : "" });
   }
 
-  // iloc: item id → extents, as offsets in the file
+  // iloc: item id → extents, as offsets in the file; counts capped before any loop runs over them
   const extents = new Map<number, Extent[]>();
   const loc = new Reader(input, iloc.start, iloc.end);
   const version = loc.uint(1);
@@ -574,12 +600,17 @@ function stripHeif(input: Uint8Array, policy: MetadataPolicy, removed: Set<strin
   const baseOffsetSize = more >> 4;
   const indexSize = version === 1 || version === 2 ? more & 15 : 0;
   const count = loc.uint(version < 2 ? 2 : 4);
+  if (count > LIMITS.heifItems) throw new ContainerRefused(`The AVIF declares ${count} item locations; at most ${LIMITS.heifItems} are accepted.`);
+  let total = 0;
   for (let i = 0; i < count; i++) {
     const id = loc.uint(version < 2 ? 2 : 4);
     const method = version === 1 || version === 2 ? loc.uint(2) & 15 : 0;
     loc.uint(2); // data reference index
     const base = loc.uint(baseOffsetSize);
     const n = loc.uint(2);
+    if (n > LIMITS.heifExtentsPerItem) throw new ContainerRefused(`An AVIF item has ${n} extents; at most ${LIMITS.heifExtentsPerItem} are accepted.`);
+    total += n;
+    if (total > LIMITS.heifExtents) throw new ContainerRefused(`The AVIF has more than ${LIMITS.heifExtents} extents.`);
     const list: Extent[] = [];
     for (let e = 0; e < n; e++) {
       loc.uint(indexSize);
@@ -589,34 +620,65 @@ function stripHeif(input: Uint8Array, policy: MetadataPolicy, removed: Set<strin
       else if (method === 1 && idat) list.push({ offset: idat.start + base + offset, length });
       else list.push({ offset: -1, length });
     }
+    if (extents.has(id)) throw new ContainerRefused("The AVIF locates one item twice.");
     extents.set(id, list);
   }
 
-  const out = input.slice();
-  for (const [id, item] of items) {
-    const isExif = item.type === "Exif";
-    const isMeta = item.type === "mime" || item.type === "uri ";
-    if (!isExif && !isMeta) continue;
+  // the metadata items: capped; their ranges inside the file, never overlapping each other or any other item's
+  const metadata = [...items].filter(([, item]) => item.type === "Exif" || item.type === "mime" || item.type === "uri ");
+  if (metadata.length > LIMITS.heifMetadataItems) throw new ContainerRefused(`The AVIF has ${metadata.length} metadata items; at most ${LIMITS.heifMetadataItems} are accepted.`);
+  const ranges: { start: number; end: number; metadata: boolean }[] = [];
+  for (const [id, list] of extents) {
+    const isMetadata = metadata.some(([m]) => m === id);
+    for (const p of list) {
+      if (p.offset < 0) continue;
+      if (isMetadata && (p.length === 0 || p.offset + p.length > input.length)) throw new ContainerRefused("An AVIF metadata item lies outside the file.");
+      ranges.push({ start: p.offset, end: p.offset + (p.length || 1), metadata: isMetadata });
+    }
+  }
+  ranges.sort((a, b) => a.start - b.start);
+  let named = 0;
+  for (let i = 0; i < ranges.length; i++) {
+    const r = ranges[i]!;
+    if (r.metadata) named += r.end - r.start;
+    const next = ranges[i + 1];
+    if (next && next.start < r.end && (r.metadata || next.metadata)) throw new ContainerRefused("The AVIF names overlapping or repeated ranges for its metadata.");
+  }
+  if (named > input.length) throw new ContainerRefused("The AVIF's metadata items name more bytes than the file holds.");
+  if (check) {
+    for (const [id, item] of metadata) {
+      if (item.type !== "Exif") continue;
+      const payload = concat((extents.get(id) ?? []).map((p) => input.subarray(p.offset, p.offset + p.length)));
+      const t = tiffStartIn(payload.subarray(4));
+      if (t >= 0) checkTiff(payload.subarray(4 + t));
+    }
+    return out;
+  }
+
+  for (const [id, item] of metadata) {
     const parts = extents.get(id) ?? [];
-    if (parts.some((p) => p.offset < 0 || p.length === 0 || p.offset + p.length > input.length)) throw new Error("an item outside the file");
+    if (parts.some((p) => p.offset < 0)) throw new Error("a metadata item outside the file");
     const payload = concat(parts.map((p) => input.subarray(p.offset, p.offset + p.length)));
-    let replacement: Uint8Array;
-    if (isExif) {
-      if (payload.length < 4) throw new Error("short Exif item");
-      const tiffStart = 4 + new DataView(payload.buffer, payload.byteOffset).getUint32(0);
-      if (tiffStart >= payload.length) throw new Error("Exif item offset out of range");
-      const tiff = payload.subarray(tiffStart);
-      const cleaned = cleanExif(tiff, policy, removed) ?? new Uint8Array(0);
-      if (cleaned.length > tiff.length) throw new Error("cleaned EXIF larger than the item");
-      replacement = payload.slice();
-      replacement.fill(0, tiffStart);
-      replacement.set(cleaned, tiffStart);
-      // an empty TIFF structure rather than zeros, so readers see no EXIF rather than a broken one
-      if (cleaned.length === 0 && tiff.length >= 14) replacement.set([0x4d, 0x4d, 0x00, 0x2a, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0], tiffStart);
+    const hit = parts.some((p) => holdsFinding(drop, p.offset, p.offset + p.length));
+    let replacement = new Uint8Array(payload.length);
+    if (item.type === "Exif" && !hit) {
+      // a 4-byte offset to the TIFF header, then (usually "Exif\0\0" and) the TIFF structure
+      const found = new Set<string>();
+      // the standard header is whatever the offset names (usually "Exif\0\0")
+      const named = payload.length >= 4 ? new DataView(payload.buffer, payload.byteOffset).getUint32(0) : 0;
+      const cleaned = payload.length >= 4 ? cleanExifBlock(payload.subarray(4), policy, found, named <= 16 ? ascii(payload, 4, named) : "\0") : null;
+      for (const r of found) removed.add(r);
+      if (cleaned && cleaned.length <= payload.length - 4) {
+        replacement.set(payload.subarray(0, 4));
+        replacement.set(cleaned, 4);
+      } else {
+        // an empty TIFF structure rather than zeros, so readers see no EXIF rather than a broken one
+        if (payload.length >= 18) replacement.set([0, 0, 0, 0, 0x4d, 0x4d, 0x00, 0x2a, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0]);
+        removed.add("EXIF");
+      }
     } else {
       const xmp = item.contentType === "application/rdf+xml";
-      removed.add(xmp ? "XMP" : `item ${item.contentType || item.type.trim()}`);
-      replacement = new Uint8Array(payload.length);
+      removed.add(hit ? `item ${item.type.trim()}` : xmp ? "XMP" : `item ${item.contentType || item.type.trim()}`);
       if (xmp && payload.length >= EMPTY_XMP.length) replacement.fill(0x20).set(new TextEncoder().encode(EMPTY_XMP));
     }
     let at = 0;

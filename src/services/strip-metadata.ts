@@ -3,7 +3,8 @@ import type { Deps } from "../deps.ts";
 import { getGroup } from "../db/repositories/groups.ts";
 import { images, strategies, users } from "../db/schema.ts";
 import { notFound } from "../errors.ts";
-import { applyMetadataPolicy, type MetadataPolicy } from "../images/metadata.ts";
+import { type MetadataPolicy, MetadataRefused } from "../images/metadata.ts";
+import { decoders } from "./work-queue.ts";
 import { logFor } from "../observability/log.ts";
 
 /**
@@ -85,15 +86,17 @@ export async function stripMetadataBatch(deps: Deps, input: { groupId: number; d
       continue;
     }
     item.sizeBefore = read.byteLength;
-    const result = applyMetadataPolicy(read, image.mimetype, group.metadata);
-    const bytes = result.bytes;
-    item.sizeAfter = bytes.byteLength;
-    item.removed = result.removed.filter((r) => r !== "unparsed");
-    const newMd5 = md5(bytes);
-    if (result.removed.includes("unparsed")) {
-      item.reason = `the ${image.extension.toUpperCase()} file could not be walked: kept as it is`;
+    // in the decode process, under its budget: a stored object is bytes a caller sent
+    const result = await decoders.strip(read, image.mimetype, group.metadata).catch((e: Error) => e);
+    if (result instanceof Error) {
+      // never left looking stripped: the object keeps its bytes, and the report says why
+      item.reason = result instanceof MetadataRefused ? `${result.message} The object was left as it is.` : `the policy could not be applied (${result.message}): left as it was`;
       continue;
     }
+    const bytes = result.bytes;
+    item.sizeAfter = bytes.byteLength;
+    item.removed = result.removed;
+    const newMd5 = md5(bytes);
     if (!result.changed && newMd5 === image.md5 && bytes.byteLength === image.size) {
       item.reason = "nothing to strip";
       continue;

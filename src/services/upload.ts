@@ -8,7 +8,7 @@ import { AppError, badRequest } from "../errors.ts";
 import { describeContent, type Extension, formats, isSupportedExtension, mimeAliases } from "../images/formats.ts";
 import { DecodeOverBudget } from "../images/decoder.ts";
 import { decodeAndThumbnail, type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../images/inspect.ts";
-import { applyMetadataPolicy } from "../images/metadata.ts";
+import { applyMetadataPolicy, MetadataRefused } from "../images/metadata.ts";
 import { planProcessing } from "../images/process.ts";
 import { decoders, imageWork } from "./work-queue.ts";
 import { StorageError } from "../storage/index.ts";
@@ -174,7 +174,7 @@ async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
   if (declared && declared !== "application/octet-stream" && declared !== upload.mimetype) {
     throw badRequest(`The declared type ${upload.declaredType} does not match the .${upload.extension} extension.`);
   }
-  const inspection = await inspectImage(upload.bytes);
+  const inspection = await inspectImage(upload.bytes).catch(refuseMetadata);
   if (!inspection || inspection.sniffedMime !== upload.mimetype) {
     // name what the content is, so the sender can fix the name instead of guessing
     const sniffed = inspection?.sniffedMime ?? (await sniffMime(upload.bytes));
@@ -200,6 +200,20 @@ function checkDecodeCost(inspection: Inspection) {
     throw badRequest(`The JPEG has ${inspection.scans} scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
   }
 }
+
+/** The metadata surgery refused the bytes (a cap, or location it cannot remove): a 400 with its message. */
+function refuseMetadata(e: unknown): never {
+  if (e instanceof MetadataRefused) throw badRequest(e.message);
+  throw e;
+}
+
+/**
+ * Whether the metadata policy runs in-process: a file of at most STRIP_IN_PROCESS_BYTES whose image fits the
+ * thumbnail box (decoded in-process too). Its surgery and verification are linear under the caps, a few ms at most
+ * at this size; anything larger is stripped in the decode process (docs/decisions/metadata-surgery-placement.md).
+ */
+export const STRIP_IN_PROCESS_BYTES = 256 * 1024;
+const stripsInProcess = (bytes: number, inspection: Inspection) => bytes <= STRIP_IN_PROCESS_BYTES && isSmall(inspection);
 
 const notAValidImage = (upload: Upload) => badRequest(`The file content is not a valid ${upload.extension.toUpperCase()} image.`);
 
@@ -287,8 +301,9 @@ interface Objects {
 
 /**
  * What is stored of an accepted upload, and its thumbnail. First the group's metadata policy (issue 17 §1): lossless
- * surgery, after every check (decided on the upload as sent) and before anything is decoded, hashed or stored, so the
- * same input always gives the same stored bytes. Then, when the group processes uploads (§2) and this one needs it,
+ * surgery, verified, after every check (decided on the upload as sent) and before anything is hashed or stored, so the
+ * same input always gives the same stored bytes; in-process for a small file, otherwise in the decode process as
+ * part of the job that decodes it (one decode), under its budget. A file it refuses is a 400. Then, when the group processes uploads (§2) and this one needs it,
  * one job decodes it (which proves it whole), processes it and makes the thumbnail of the result; should that job
  * fail or overrun its budget, the upload is judged and stored as it is, by the usual decode. Otherwise that one decode
  * proves the image whole and yields the thumbnail (a WebP re-encode by sharp, which writes no EXIF or XMP). Decoding
@@ -296,19 +311,37 @@ interface Objects {
  * another's; an image that is its own thumbnail is cheap and goes straight through.
  */
 async function prepareObjects(sent: Upload, inspection: Inspection, group: Group, now: Date, subject: string, log: Logger): Promise<Objects> {
-  const stripped = applyMetadataPolicy(sent.bytes, sent.mimetype, group.metadata);
-  let upload: Upload = stripped.changed ? { ...sent, bytes: stripped.bytes, size: stripped.bytes.byteLength } : sent;
+  // the metadata policy: in-process for a small file (its worst case is a few ms), otherwise in the decode process
+  // with the decode, under its budget (docs/decisions/metadata-surgery-placement.md); a refusal is a 400
+  let policy = group.metadata;
+  let upload: Upload = sent;
+  const withStripped = (bytes: Uint8Array | null | undefined) => {
+    policy = "keep"; // applied
+    if (bytes) upload = { ...upload, bytes, size: bytes.byteLength };
+  };
+  if (policy !== "keep" && stripsInProcess(sent.size, inspection)) {
+    const stripped = (() => {
+      try {
+        return applyMetadataPolicy(sent.bytes, sent.mimetype, policy);
+      } catch (e) {
+        return refuseMetadata(e);
+      }
+    })();
+    withStripped(stripped.changed ? stripped.bytes : null);
+  }
   let size = { width: inspection.width, height: inspection.height };
   let thumbnail: Uint8Array | null | undefined;
-  const plan = planProcessing(group, { ...upload, ...size, pages: inspection.pages }, !stripped.removed.includes("unparsed"));
+  const plan = planProcessing(group, { ...upload, ...size, pages: inspection.pages }, true);
   if (plan) {
     const processed = await imageWork
-      .run(subject, () => decoders.process(upload.bytes, { plan, maxPixels: group.maxPixels }))
+      .run(subject, () => decoders.process(upload.bytes, { plan, maxPixels: group.maxPixels, policy, mimetype: upload.mimetype }))
       .catch((e: Error) => {
         if (e instanceof AppError) throw e; // the fair queue's refusal (busy)
+        if (e instanceof MetadataRefused) refuseMetadata(e);
         log.warn({ err: e.message, steps: plan.steps, format: plan.format }, "upload: processing failed; the upload is stored as it is");
         return null;
       });
+    if (processed?.metadata) withStripped(processed.metadata.bytes);
     if (processed && !(plan.onlyIfSmaller && processed.bytes.byteLength >= upload.size)) {
       upload = { ...upload, bytes: processed.bytes, size: processed.bytes.byteLength, mimetype: processed.mimetype, extension: processed.extension as Extension };
       size = { width: processed.width, height: processed.height };
@@ -318,12 +351,17 @@ async function prepareObjects(sent: Upload, inspection: Inspection, group: Group
   if (thumbnail === undefined) {
     const refuse = (e: Error): never => {
       if (e instanceof DecodeOverBudget) throw badRequest(`The image takes more than ${e.seconds} seconds to decode.`);
+      if (e instanceof MetadataRefused) refuseMetadata(e);
       throw notAValidImage(upload);
     };
-    const job = { size: inspection, mimetype: upload.mimetype, maxPixels: group.maxPixels };
-    thumbnail = isSmall(inspection)
-      ? await decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch(refuse)
-      : await imageWork.run(subject, () => decoders.decode(upload.bytes, job).catch(refuse));
+    const job = { size: inspection, mimetype: upload.mimetype, maxPixels: group.maxPixels, policy };
+    if (isSmall(inspection) && policy === "keep") {
+      thumbnail = await decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch(refuse);
+    } else {
+      const prepared = await imageWork.run(subject, () => decoders.prepare(upload.bytes, job).catch(refuse));
+      if (prepared.metadata) withStripped(prepared.metadata.bytes);
+      thumbnail = prepared.thumbnail;
+    }
   }
   const date = `${now.getUTCFullYear()}/${String(now.getUTCMonth() + 1).padStart(2, "0")}/${String(now.getUTCDate()).padStart(2, "0")}`;
   const stem = randomToken(15); // 120 bits
