@@ -220,6 +220,57 @@ export function formatHopFigures(figures: HopFigure[]): string {
   return lines.join("\n");
 }
 
+export interface UploadCostFigure {
+  image: string;
+  uploads: number;
+  /** CPU of the server and its decode processes per upload, ms; and uploads per second at `concurrency`. */
+  cpuMsPerUpload: number;
+  perSecond: number;
+}
+
+/**
+ * The upload hot path of the server in `src` (this tree, or another checkout to compare with): small uploads (a
+ * 256×256 PNG screenshot, a 320×240 phone JPEG with EXIF, XMP and GPS) under strip_location, `uploads` of each at
+ * `concurrency`, after a warm-up; CPU of the server and its decode processes per upload.
+ */
+export async function measureUploadCost(src = ROOT, uploads = 400, concurrency = 4): Promise<UploadCostFigure[]> {
+  const server = await startServer(src);
+  try {
+    await admin(server, "PATCH", "/api/admin/groups/1", { metadata: "strip_location" });
+    const user = await seedUser(server, `cost_${Date.now().toString(36)}`);
+    const screenshot = new Uint8Array(await sharp({ create: { width: 256, height: 256, channels: 3, background: "#468", noise: { type: "gaussian", mean: 128, sigma: 10 } } }).png().toBuffer());
+    const phone = await phonePhoto("jpeg", 320, 240);
+    const figures: UploadCostFigure[] = [];
+    for (const [image, bytes, name, type] of [
+      ["PNG screenshot 256×256", screenshot, "shot.png", "image/png"],
+      ["phone JPEG 320×240", phone, "phone.jpg", "image/jpeg"],
+    ] as const) {
+      const body = multipartFile(bytes, name, type);
+      const round = async (n: number) => {
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: concurrency }, async (_, k) => {
+            while (next < n) {
+              next++;
+              const res = await upload(server.port, user.token, body, `127.0.0.${10 + k}`);
+              if (res.status !== 200) throw new Error(`upload answered ${res.status}: ${res.body.slice(0, 200)}`);
+            }
+          }),
+        );
+      };
+      await round(50);
+      const before = serverCpuMs(server.pid);
+      const started = performance.now();
+      await round(uploads);
+      const seconds = (performance.now() - started) / 1000;
+      figures.push({ image, uploads, cpuMsPerUpload: (serverCpuMs(server.pid) - before) / uploads, perSecond: uploads / seconds });
+    }
+    return figures;
+  } finally {
+    await server.stop("SIGKILL");
+  }
+}
+
 /** The figures as text: one line per file, one per class, the probe. */
 export function formatHostileFigures(figures: HostileFigures): string {
   const lines = ["Hostile containers (one upload at a time; CPU = server + decode processes, per MB of the file)", ""];
@@ -238,5 +289,12 @@ if (import.meta.main) {
   console.log(formatHostileFigures(await runHostileProbe()));
   console.log("");
   console.log(formatHopFigures(await measureWorkerHop()));
+  // `--compare DIR`: the same small uploads against another checkout's server, alternating
+  const compare = process.argv.indexOf("--compare");
+  const trees = compare > 0 ? [ROOT, process.argv[compare + 1]!, ROOT, process.argv[compare + 1]!] : [ROOT];
+  console.log("\nSmall uploads under strip_location (server + decode processes CPU per upload)");
+  for (const tree of trees) {
+    for (const f of await measureUploadCost(tree)) console.log(`${tree.padEnd(12)} ${f.image.padEnd(24)} ${f.cpuMsPerUpload.toFixed(2)} ms CPU/upload, ${f.perSecond.toFixed(0)} uploads/s`);
+  }
   process.exit(0);
 }
