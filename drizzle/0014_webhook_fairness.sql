@@ -3,9 +3,14 @@
 --    user's group has it (off by default); site-wide endpoints keep WEBHOOK_ALLOW as it is.
 -- 2. A user endpoint's delivery log never shows what its receiver answered (a body, a redirect's target) nor what
 --    a name resolved to: the texts already recorded are cut back to the status and our own words.
--- 3. An event an endpoint wants while it is switched off is recorded for it as failed ("not sent: the endpoint was
+-- 3. webhook_deliveries.lease_until: a send in flight holds no queue job (docs/decisions/webhook-fairness.md); the
+--    instance sending (or holding) a delivery keeps this ahead of now, and once it has passed, any instance queues
+--    the delivery again (a crash mid-send). Not indexed: it is read among the pending deliveries only, and its
+--    updates stay HOT.
+-- 4. An event an endpoint wants while it is switched off is recorded for it as failed ("not sent: the endpoint was
 --    switched off", no attempt, no job), so that its owner sees what it missed and can send it once it is on again.
 ALTER TABLE "groups" ADD COLUMN "webhook_allow_internal" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+ALTER TABLE "webhook_deliveries" ADD COLUMN "lease_until" timestamp with time zone;--> statement-breakpoint
 UPDATE "webhook_deliveries" AS d SET "last_error" = CASE
     WHEN d."last_error" ~ '^answered \d+ \(redirect' THEN substring(d."last_error" from '^answered \d+') || ' (a redirect, not followed)'
     WHEN d."last_error" ~ '^answered \d+' THEN substring(d."last_error" from '^answered \d+')

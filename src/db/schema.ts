@@ -410,6 +410,8 @@ export const webhookDeliveries = pgTable(
     lastLatencyMs: integer("last_latency_ms"),
     lastError: text("last_error"),
     deliveredAt: timestamp("delivered_at", { withTimezone: true, mode: "date" }),
+    // while an instance sends it or holds it for a slot (drizzle/0014): past it, any instance queues it again
+    leaseUntil: timestamp("lease_until", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
   (t) => [

@@ -86,46 +86,57 @@ interface Attempted {
 export const PER_ACCOUNT = 8;
 /** Sends in flight from this instance at most, to all users' endpoints together; site-wide ones are not counted. */
 export const USERS_IN_FLIGHT = 256;
-/** Deliveries put back that a freed slot may wake, at most (the oldest are forgotten: their jobs come due by themselves). */
-const WAITING_MAX = 10_000;
-/** Waiting deliveries a freed slot looks at, oldest first, for one still pending to wake. */
-const WAKE_CANDIDATES = 32;
-/** A lease outlives the attempt's deadline by this much before another worker takes the delivery again. */
+/** Deliveries waiting here for a slot, at most: per endpoint, and in all (beyond, a job is put back in the queue). */
+const QUEUED_PER_ENDPOINT = 512;
+const QUEUED_MAX = 4_096;
+/** A delivery that waited here longer than this is read again before it is sent (its endpoint may have changed). */
+const FRESH_MS = 5_000;
+/** A lease outlives the attempt's deadline by this much; the instance holding it renews it (sweepLeases). */
 const LEASE_GRACE_MS = 15_000;
 
+type Limits = { perEndpoint: number; perAccount: number; users: number };
+interface Queued {
+  row: Attempted;
+  since: number;
+}
+
 /**
- * This instance's sends in flight (docs/decisions/webhook-fairness.md). A send does not hold a queue worker: the
- * worker admits it, starts it and is free again, so a hanging receiver holds only its own slots. Admission is
- * bounded per endpoint, per account, and for all users' endpoints together; site-wide endpoints are bounded per
- * endpoint only, so no user's endpoint can delay them. A delivery that is not admitted is not waited for either:
- * its job is put back (due when the slots it waits for must be free) and a released slot wakes it at once.
+ * This instance's sends (docs/decisions/webhook-fairness.md). A send does not hold a queue worker: the worker admits
+ * it, starts it and is free again, so a hanging receiver holds only its own slots. Admission is bounded per endpoint,
+ * per account, and for all users' endpoints together; site-wide endpoints are bounded per endpoint only, so no
+ * user's endpoint can delay them. A delivery that is not admitted does not hold a worker either: it waits here, in its
+ * endpoint's line (its job ended, its lease renewed by this instance), and a freed slot starts the first one it admits.
  */
 class Sends {
   readonly endpoints = new Map<number, number>();
   readonly accounts = new Map<number, number>();
   users = 0;
-  /** Deliveries being sent, so that one whose lease came due early is not sent twice at once from here. */
+  /** Deliveries being sent, so that one queued again meanwhile is not sent twice at once from here. */
   readonly deliveries = new Set<number>();
-  /** Deliveries put back for want of a slot, in arrival order. */
-  readonly waiting = new Map<number, { endpointId: number; ownerId: number | null }>();
+  /** Deliveries waiting for a slot, per endpoint in arrival order. */
+  readonly lines = new Map<number, Queued[]>();
+  readonly waiting = new Set<number>();
   readonly running = new Set<Promise<unknown>>();
+  stopping = false;
 
-  /** Lists a delivery put back; the list is bounded (its job comes due anyway: a wake-up only makes it sooner). */
-  wait(deliveryId: number, endpointId: number, ownerId: number | null) {
-    this.waiting.delete(deliveryId);
-    this.waiting.set(deliveryId, { endpointId, ownerId });
-    if (this.waiting.size > WAITING_MAX) this.waiting.delete(this.waiting.keys().next().value!);
-  }
-
-  admits(endpointId: number, ownerId: number | null, limits: { perEndpoint: number; perAccount: number; users: number }): boolean {
+  admits(endpointId: number, ownerId: number | null, limits: Limits): boolean {
     if ((this.endpoints.get(endpointId) ?? 0) >= limits.perEndpoint) return false;
     if (ownerId === null) return true;
     return (this.accounts.get(ownerId) ?? 0) < limits.perAccount && this.users < limits.users;
   }
 
+  /** Lines a delivery up here; false when the lines are full (its job is then put back in the queue instead). */
+  enqueue(row: Attempted): boolean {
+    const line = this.lines.get(row.endpoint_id) ?? [];
+    if (this.stopping || this.waiting.size >= QUEUED_MAX || line.length >= QUEUED_PER_ENDPOINT) return false;
+    line.push({ row, since: performance.now() });
+    this.lines.set(row.endpoint_id, line);
+    this.waiting.add(row.id);
+    return true;
+  }
+
   take(deliveryId: number, endpointId: number, ownerId: number | null) {
     this.deliveries.add(deliveryId);
-    this.waiting.delete(deliveryId);
     this.endpoints.set(endpointId, (this.endpoints.get(endpointId) ?? 0) + 1);
     if (ownerId !== null) {
       this.accounts.set(ownerId, (this.accounts.get(ownerId) ?? 0) + 1);
@@ -133,8 +144,7 @@ class Sends {
     }
   }
 
-  /** Frees the slots; answers the waiting deliveries the freed slots now admit, oldest first (at most WAKE_CANDIDATES). */
-  release(deliveryId: number, endpointId: number, ownerId: number | null, limits: Parameters<Sends["admits"]>[2]): number[] {
+  release(deliveryId: number, endpointId: number, ownerId: number | null) {
     this.deliveries.delete(deliveryId);
     const n = (this.endpoints.get(endpointId) ?? 1) - 1;
     if (n > 0) this.endpoints.set(endpointId, n);
@@ -145,43 +155,72 @@ class Sends {
       else this.accounts.delete(ownerId);
       this.users--;
     }
-    const candidates: number[] = [];
-    for (const [id, w] of this.waiting) {
-      if (this.admits(w.endpointId, w.ownerId, limits)) candidates.push(id);
-      if (candidates.length === WAKE_CANDIDATES) break;
-    }
-    return candidates;
   }
-}
 
-/**
- * Wakes the first of the candidates (in their order) still pending: its job is due at once. The candidates before it
- * are forgotten (sent meanwhile, by this instance or another, or gone with their endpoint), and so is the one woken.
- */
-async function wakeOne(deps: Deps, candidates: number[]) {
-  const [woken] = rowsOf<{ id: string }>(
-    await deps.db.execute(sql`
-      with pick as (
-        select d.id from unnest(${`{${candidates.join(",")}}`}::bigint[]) with ordinality as c(id, ord)
-        join webhook_deliveries d on d.id = c.id
-        where d.status = 'pending'
-        order by c.ord limit 1
-      )
-      select pick.id::text as id, (${deliverJob(sql`pick.id`)}).id as job from pick`),
-  );
-  const last = woken ? candidates.indexOf(Number(woken.id)) : candidates.length - 1;
-  for (const id of candidates.slice(0, last + 1)) sends.waiting.delete(id);
+  /** The next waiting delivery the slots admit: the freed endpoint's first, else the first of another endpoint's line. */
+  next(endpointId: number, limits: Limits): Queued | null {
+    if (this.stopping) return null;
+    const from = (id: number) => {
+      const line = this.lines.get(id);
+      const head = line?.[0];
+      if (!line || !head || !this.admits(id, head.row.owner_id, limits)) return null;
+      line.shift();
+      if (line.length === 0) this.lines.delete(id);
+      this.waiting.delete(head.row.id);
+      return head;
+    };
+    const own = from(endpointId);
+    if (own) return own;
+    for (const id of this.lines.keys()) {
+      const other = id === endpointId ? null : from(id);
+      if (other) return other;
+    }
+    return null;
+  }
 }
 
 const sends = new Sends();
 
-/** Waits for this instance's sends in flight to end and be recorded (the queue's stop; each is bounded by its timeout). */
+/**
+ * Stops starting sends, waits for those in flight to end and be recorded (the queue's stop; each is bounded by its
+ * timeout), and forgets the deliveries waiting here: their leases bring them back.
+ */
 export async function drainSends(): Promise<void> {
-  while (sends.running.size > 0) await Promise.allSettled([...sends.running]);
+  sends.stopping = true;
+  try {
+    while (sends.running.size > 0) await Promise.allSettled([...sends.running]);
+  } finally {
+    sends.lines.clear();
+    sends.waiting.clear();
+    sends.stopping = false;
+  }
 }
 
 /** Sends in flight from this instance (metrics, tests). */
 export const sendsInFlight = () => sends.deliveries.size;
+
+/**
+ * The leases' round (every instance, every few seconds): the deliveries this instance sends or holds for a slot keep
+ * their lease ahead of now, and a pending delivery whose lease has passed (its instance died mid-send) is queued
+ * again, at once.
+ */
+export async function sweepLeases(deps: Pick<Deps, "db" | "config">): Promise<number> {
+  const leaseMs = (webhookSettings(deps).timeoutMs ?? 10_000) + LEASE_GRACE_MS;
+  const held = [...sends.deliveries, ...sends.waiting];
+  if (held.length > 0) {
+    await deps.db.execute(sql`update webhook_deliveries set lease_until = now() + ${`${leaseMs} milliseconds`}::interval
+      where id = any(${`{${held.join(",")}}`}::bigint[]) and status = 'pending'`);
+  }
+  return rowsOf(
+    await deps.db.execute(sql`
+      with expired as (
+        update webhook_deliveries set lease_until = null
+        where id in (select id from webhook_deliveries where status = 'pending' and lease_until < now() order by id limit 1000 for update skip locked)
+        returning id
+      )
+      select (${deliverJob(sql`expired.id`)}).id from expired`),
+  ).length;
+}
 
 export type AttemptOutcome = "delivered" | "retry" | "failed" | "waiting" | "skipped" | "sending";
 
@@ -190,25 +229,58 @@ const jobIn = (id: number, ms: number) =>
   sql`select (graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', ${id}::bigint), run_at => now() + ${`${Math.max(0, Math.round(ms))} milliseconds`}::interval,
       job_key => 'webhook-delivery:' || ${id}::text, max_attempts => 10)).id`;
 
+const limitsOf = (settings: ReturnType<typeof webhookSettings>): Limits => ({
+  perEndpoint: settings.perEndpoint ?? 4,
+  perAccount: settings.perAccount ?? PER_ACCOUNT,
+  users: settings.usersInFlight ?? USERS_IN_FLIGHT,
+});
+
+/** Starts a send in its slot (taken here); when it ends, the slot goes to the next delivery waiting that it admits. */
+function start(deps: Deps, row: Attempted): Promise<AttemptOutcome> {
+  const settings = webhookSettings(deps);
+  sends.take(row.id, row.endpoint_id, row.owner_id);
+  const sending = (async () => {
+    try {
+      return await send(deps, row, settings, settings.timeoutMs ?? 10_000);
+    } finally {
+      sends.release(row.id, row.endpoint_id, row.owner_id);
+      const next = sends.next(row.endpoint_id, limitsOf(settings));
+      if (next) {
+        // one that waited long is read again (its endpoint may have been switched off, its secret rotated)
+        if (performance.now() - next.since < FRESH_MS) void start(deps, next.row);
+        else void attempt(deps, next.row.id, { detach: true }).catch((e) => logFor(deps).error({ err: e, delivery_id: next.row.id }, "webhooks: a waiting delivery could not be read"));
+      }
+    }
+  })();
+  const tracked = sending.catch((e) => {
+    // its lease, no longer renewed, has it queued again
+    logFor(deps).error({ err: e, delivery_id: row.id }, `webhook delivery ${row.id}: the attempt could not be completed`);
+  });
+  sends.running.add(tracked);
+  void tracked.finally(() => sends.running.delete(tracked));
+  return sending;
+}
+
 /**
  * The `webhook_deliver` task: one attempt of delivery `id`. With `detach` (the queue's workers), the send goes on
- * after the task has returned ("sending"): the delivery's job stays in the queue as a lease, due once the attempt's
- * deadline has passed, so that a crash mid-send has it sent again; the attempt's record replaces or removes it.
+ * after the task has returned ("sending"), and the delivery holds a lease (`lease_until`, a row update in the read):
+ * this instance renews it while it sends or holds the delivery, and once it has passed (the instance died
+ * mid-send) any instance queues the delivery again (sweepLeases); the attempt's record clears it.
  * Without (tests, tools), the attempt's outcome is awaited.
  */
 export async function attempt(deps: Deps, id: number, options: { detach?: boolean } = {}): Promise<AttemptOutcome> {
   const settings = webhookSettings(deps);
   const timeoutMs = settings.timeoutMs ?? 10_000;
-  const limits = { perEndpoint: settings.perEndpoint ?? 4, perAccount: settings.perAccount ?? PER_ACCOUNT, users: settings.usersInFlight ?? USERS_IN_FLIGHT };
+  const limits = limitsOf(settings);
   const leaseMs = timeoutMs + LEASE_GRACE_MS;
-  sends.waiting.delete(id); // running now: listed again below if it is put back
-  if (sends.deliveries.has(id)) {
-    // already being sent from here (its lease came due while the attempt's record was slow): look again later
-    await deps.db.execute(jobIn(id, leaseMs));
+  const here = () => sends.deliveries.has(id) || sends.waiting.has(id);
+  if (here()) {
+    // being sent, or waiting for a slot, here (queued again once its lease had passed): the lease is renewed
+    await deps.db.execute(sql`update webhook_deliveries set lease_until = now() + ${`${leaseMs} milliseconds`}::interval where id = ${id} and status = 'pending'`);
     return "waiting";
   }
   // the delivery, its endpoint and owner's grant, and when an earlier event of the same subject still pending there
-  // is due: one read, which also takes the lease of a delivery about to be sent
+  // is due: one read, which also takes the lease of a delivery about to be sent (or to wait here for a slot)
   const [row] = rowsOf<Attempted & { earlier: boolean; earlier_at: Date | string | null }>(
     await deps.db.execute(sql`
       with target as (
@@ -226,9 +298,9 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
         ) earlier on true
         where d.id = ${id}
       ), lease as (
-        select (graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', d.id), run_at => now() + ${`${leaseMs} milliseconds`}::interval,
-          job_key => 'webhook-delivery:' || d.id::text, max_attempts => 10)).id
-        from target d where ${options.detach === true}::boolean and d.status = 'pending' and d.enabled and not d.earlier
+        update webhook_deliveries set lease_until = now() + ${`${leaseMs} milliseconds`}::interval
+        where id = (select d.id from target d where ${options.detach === true}::boolean and d.status = 'pending' and d.enabled and not d.earlier)
+        returning id
       )
       select target.*, (select count(*) from lease)::int as leased from target`),
   );
@@ -245,37 +317,17 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
     await deps.db.execute(sql`select (${deliverJob(sql`${id}::bigint`, runAt)}).id`);
     return "waiting";
   }
-  if (!sends.admits(row.endpoint_id, row.owner_id, limits)) {
-    // no worker waits for a slot: the job goes back, due when every send holding one has met its deadline, and
-    // the first slot freed here wakes it sooner. It is listed as waiting only once put back (a wake-up written
-    // before would be overwritten); a slot freed meanwhile wakes it at once.
-    await deps.db.execute(jobIn(id, timeoutMs + 1_000));
-    if (!sends.admits(row.endpoint_id, row.owner_id, limits)) {
-      sends.wait(id, row.endpoint_id, row.owner_id);
-      return "waiting";
-    }
-    await deps.db.execute(jobIn(id, 0));
-    return "waiting";
+  // another run of the same delivery got here during the read (a wake-up met its running job): that one sends it
+  if (here()) return "waiting";
+  if (sends.admits(row.endpoint_id, row.owner_id, limits)) {
+    const sending = start(deps, row);
+    return options.detach ? "sending" : sending;
   }
-  sends.take(id, row.endpoint_id, row.owner_id);
-  const sending = (async () => {
-    try {
-      return await send(deps, row, settings, timeoutMs);
-    } finally {
-      const candidates = sends.release(id, row.endpoint_id, row.owner_id, limits);
-      if (candidates.length > 0) {
-        await wakeOne(deps, candidates).catch((e) => logFor(deps).error({ err: e }, "webhooks: could not wake a waiting delivery"));
-      }
-    }
-  })();
-  if (!options.detach) return sending;
-  const tracked = sending.catch((e) => {
-    // its lease sends it again once due
-    logFor(deps).error({ err: e, delivery_id: id }, `webhook delivery ${id}: the attempt could not be completed`);
-  });
-  sends.running.add(tracked);
-  void tracked.finally(() => sends.running.delete(tracked));
-  return "sending";
+  // no slot: it waits here, holding no worker (its lease renewed here), or, the lines full, its job goes back,
+  // due when every send holding a slot has met its deadline
+  if (options.detach && sends.enqueue(row)) return "waiting";
+  await deps.db.execute(jobIn(id, timeoutMs + 1_000));
+  return "waiting";
 }
 
 /** The attempt itself: the signed POST, then its record. */
@@ -358,12 +410,11 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
         status = ${outcome === "delivered" ? "delivered" : outcome === "failed" ? "failed" : "pending"},
         attempts = ${attempts}, last_attempt_at = ${atText}::timestamptz, last_status_code = ${code}::integer,
         last_latency_ms = ${ms}, last_error = ${error}, next_attempt_at = ${next ? next.toISOString() : null}::timestamptz,
-        delivered_at = ${ok ? atText : null}::timestamptz
+        delivered_at = ${ok ? atText : null}::timestamptz, lease_until = null
       where id = ${row.id}
       returning id
     ), endpoint as (${endpointChange}),
     retry as (select (${deliverJob(sql`${row.id}::bigint`, next)}).id where ${next !== null}),
-    settled as (select (graphile_worker.remove_job('webhook-delivery:' || ${row.id}::text)).id where ${next === null}::boolean),
     woken as (
       select (${deliverJob(sql`n.id`)}).id from (
         select id from webhook_deliveries
@@ -372,7 +423,7 @@ async function record(deps: Deps, row: Attempted, at: Date, result: SendResult):
       ) n
     )
     select (select count(*) from lazy) as lazy, (select count(*) from recorded) as recorded, (select count(*) from retry) as retried,
-      (select count(*) from settled) as settled, (select count(*) from woken) as woken`);
+      (select count(*) from woken) as woken`);
   if (disable) log.warn({ endpoint_id: row.endpoint_id, reason: disable }, `webhook endpoint ${row.endpoint_id} disabled: ${disable}`);
   else if (!ok) {
     log.info(

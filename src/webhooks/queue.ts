@@ -10,8 +10,8 @@
  * A dead instance's jobs are not left for 4 hours: each instance writes its workers' ids into job_workers every
  * HEARTBEAT_MS, and every instance unlocks the jobs of workers not seen for DEAD_AFTER_MS
  * (graphile_worker.force_unlock_workers): after a kill -9, the jobs it held go out within about two minutes. A send
- * in flight holds no job (deliver.ts): its delivery's lease job comes due once the attempt's deadline has passed,
- * and any instance sends it again then.
+ * in flight holds no job (deliver.ts): its instance renews the delivery's lease every LEASE_SWEEP_MS, and once
+ * the lease has passed any instance queues it again.
  */
 import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
@@ -21,7 +21,7 @@ import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile
 import type { Deps } from "../deps.ts";
 import type { Connection } from "../db/client.ts";
 import { defaultLogger, logFor, withLogger, type Logger as PinoLogger } from "../observability/log.ts";
-import { attempt, DELIVER_JOB, drainSends, type EventJob, fanOut, rowsOf } from "./deliver.ts";
+import { attempt, DELIVER_JOB, drainSends, type EventJob, fanOut, rowsOf, sweepLeases } from "./deliver.ts";
 import { EVENT_JOB } from "./events.ts";
 
 export function pgPool(connection: Connection, max: number): pg.Pool {
@@ -57,6 +57,8 @@ export async function installQueue(connection: Connection): Promise<void> {
 }
 
 const HEARTBEAT_MS = 30_000;
+/** How often the leases of this instance's sends are renewed, and the lapsed ones (a dead instance's) queued again. */
+const LEASE_SWEEP_MS = 5_000;
 const DEAD_AFTER_MS = 120_000;
 
 const alive = (pid: number) => {
@@ -164,11 +166,20 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
     withLogger(log, () => heartbeat(deps, instance, workerIds)).catch((e) => log.error({ err: e }, "job queue: the heartbeat failed"));
   let beating: Promise<unknown> = beat();
   const timer = setInterval(() => (beating = beat()), HEARTBEAT_MS);
+  const sweep = () =>
+    withLogger(log, async () => {
+      const requeued = await sweepLeases(deps);
+      if (requeued > 0) log.warn({ deliveries: requeued }, `job queue: ${requeued} deliveries whose sender stopped queued again`);
+    }).catch((e) => log.error({ err: e }, "job queue: the leases' round failed"));
+  let sweeping: Promise<unknown> = sweep();
+  const leases = setInterval(() => (sweeping = sweep()), LEASE_SWEEP_MS);
   return {
     runner,
     async stop() {
       clearInterval(timer);
+      clearInterval(leases);
       await beating;
+      await sweeping;
       const ids = [...workerIds];
       await runner.stop();
       await drainSends(); // sends in flight end (each within its timeout) and are recorded
