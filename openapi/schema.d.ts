@@ -265,7 +265,7 @@ export interface paths {
         put?: never;
         /**
          * Test a storage strategy's storage
-         * @description Runs the readiness probe (`GET /health/ready`) on this one strategy, enabled or not: a small probe object is written and removed (at most 5 s). A storage that refuses is a result, not an error: `{writable: false, reason}`, the reason naming what failed (the paths and endpoints of the configuration may appear in it; its secrets never do).
+         * @description Runs the readiness probe (`GET /health/ready`) on this one strategy, enabled or not: a small probe object is written and removed (at most 5 s). A storage that refuses is a result, not an error: `{writable: false, reason}`, the reason one of a fixed set naming what failed; the storage's own words (paths, the remote endpoint's message) go to the server's log only, without the configuration's secrets.
          */
         post: operations["adminTestStrategy"];
         delete?: never;
@@ -1380,10 +1380,11 @@ export interface components {
              */
             writable: boolean;
             /**
-             * @description Why not, when `writable` is false
-             * @example write failed: EACCES: permission denied
+             * @description Why not, when `writable` is false: one of a fixed set; the storage's own words (paths, the remote endpoint's message) go to the server's log only
+             * @example permission denied
+             * @enum {string}
              */
-            reason?: string;
+            reason?: "no answer within 5 s" | "unusable configuration" | "permission denied" | "path not found" | "path is not a directory" | "disk full" | "read-only file system" | "endpoint unreachable" | "endpoint name does not resolve" | "credentials refused" | "bucket not found" | "access denied" | "endpoint refused the write" | "write failed";
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         AdminUserListResponse: components["schemas"]["Envelope"] & {
