@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { unlink, writeFile } from "node:fs/promises";
+import { readFile, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -81,9 +81,13 @@ export type DecodeAnswer =
   | { id: number; ok: true; output: Uint8Array | null; processed?: ProcessedImage; metadata?: StrippedBytes }
   | { id: number; ok: false; message: string; refused?: boolean };
 
-/** What a metadata policy made of an upload in the decode process. */
+/**
+ * What a metadata policy made of an upload in the decode process: `bytes` null when nothing changed. Across IPC the
+ * bytes travel in the job's file instead (`changed`: the process rewrote it), which costs less than serialising them.
+ */
 export interface StrippedBytes {
   bytes: Uint8Array | null;
+  changed?: boolean;
   removed: string[];
 }
 type Output = Extract<DecodeAnswer, { ok: true }>;
@@ -119,8 +123,12 @@ export function cpuSecondsOf(pid: number): number | null {
 }
 
 /** Bytes that crossed IPC (a Buffer or a plain Uint8Array, by the serializer) as a Uint8Array. */
-const bytesOf = (output: Uint8Array | null) => (output === null ? null : new Uint8Array(output));
-const strippedOf = (m: StrippedBytes | undefined): StrippedBytes | null => (m ? { bytes: bytesOf(m.bytes), removed: m.removed } : null);
+const bytesOf = (output: Uint8Array | null) => (output === null ? null : output instanceof Uint8Array ? output : new Uint8Array(output));
+/** What the policy made of the upload: the stripped bytes read back from the job's file when the process rewrote it. */
+async function strippedOf(m: StrippedBytes | undefined, path: string): Promise<StrippedBytes | null> {
+  if (!m) return null;
+  return { bytes: m.changed ? new Uint8Array(await readFile(path)) : bytesOf(m.bytes), removed: m.removed };
+}
 
 /** One decode process: one job at a time. */
 class DecodeProcess {
@@ -226,14 +234,14 @@ export class DecoderPool {
   async prepare(bytes: Uint8Array, job: Omit<ThumbnailJob, "id" | "path">): Promise<{ thumbnail: Uint8Array | null; metadata: StrippedBytes | null }> {
     return this.withFile(bytes, async (path) => {
       const answer = await this.runJob({ ...job, path });
-      return { thumbnail: bytesOf(answer.output), metadata: strippedOf(answer.metadata) };
+      return { thumbnail: bytesOf(answer.output), metadata: await strippedOf(answer.metadata, path) };
     });
   }
 
   /** A metadata policy alone, under the same budget (MetadataRefused when it refuses the bytes). */
   async strip(bytes: Uint8Array, mimetype: string, policy: MetadataPolicy): Promise<PolicyResult> {
     return this.withFile(bytes, async (path) => {
-      const metadata = strippedOf((await this.runJob({ kind: "strip", path, mimetype, policy })).metadata);
+      const metadata = await strippedOf((await this.runJob({ kind: "strip", path, mimetype, policy })).metadata, path);
       if (!metadata) throw new DecodeFailed("the decode process applied no policy");
       return { bytes: metadata.bytes ?? bytes, changed: metadata.bytes !== null, removed: metadata.removed };
     });
@@ -247,7 +255,7 @@ export class DecoderPool {
     return this.withFile(bytes, async (path) => {
       const { processed, metadata } = await this.runJob({ ...job, kind: "process", path });
       if (!processed) throw new DecodeFailed("the decode process made no image");
-      return { ...processed, bytes: new Uint8Array(processed.bytes), thumbnail: bytesOf(processed.thumbnail), metadata: strippedOf(metadata) };
+      return { ...processed, bytes: new Uint8Array(processed.bytes), thumbnail: bytesOf(processed.thumbnail), metadata: await strippedOf(metadata, path) };
     });
   }
 

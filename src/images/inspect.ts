@@ -17,10 +17,11 @@ export interface Inspection {
 }
 
 /**
- * How much of the bytes the sniffer reads: every format it must tell apart shows itself in its first bytes
- * (file-type's own sample is 4,100), so its cost does not grow with the file.
+ * How much of the bytes the sniffer reads: file-type's own sample size. Every format it must tell apart shows itself
+ * there, and its cost stays constant: given more, file-type walks every PNG chunk it holds (5 ms for 64 KB of tiny
+ * chunks).
  */
-const SNIFF_BYTES = 64 * 1024;
+const SNIFF_BYTES = 4100;
 
 /** The media type the bytes show, or null when file-type does not recognise them. */
 export const sniffMime = async (bytes: Uint8Array) => (await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES)))?.mime ?? null;

@@ -138,7 +138,14 @@ export function checkContainer(bytes: Uint8Array, mimetype: string): void {
 const checking = (drop: Drop) => drop.check === true;
 
 const equalBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
-const ascii = (b: Uint8Array, start: number, length: number) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1", start, Math.min(b.length, start + length));
+/** Latin-1 text of a few bytes (a chunk type, a keyword): without a Buffer per call, which a walk over thousands of chunks would feel. */
+function ascii(b: Uint8Array, start: number, length: number): string {
+  const end = Math.min(b.length, start + length);
+  if (end - start > 64) return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1", start, end);
+  let text = "";
+  for (let i = start; i < end; i++) text += String.fromCharCode(b[i]!);
+  return text;
+}
 const startsWith = (b: Uint8Array, start: number, text: string) => b.length >= start + text.length && ascii(b, start, text.length) === text;
 
 function concat(parts: Uint8Array[]): Uint8Array {
@@ -328,7 +335,8 @@ function stripPng(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop
       continue;
     }
     if (type === "tEXt" || type === "zTXt" || type === "iTXt") {
-      const keyword = ascii(data, 0, Math.min(length, 80)).split("\0")[0]!;
+      const zero = data.indexOf(0);
+      const keyword = ascii(data, 0, Math.min(zero < 0 ? length : zero, 80));
       // the plain keywords PNG defines stay under strip_location (the verification reads them, inflated); any
       // other keyword becomes a tag of that name in some reader ("GPSLatitude"), and raw profiles hold EXIF/XMP/IPTC
       if (!all && isPlainPngKeyword(keyword)) parts.push(whole);

@@ -6,6 +6,7 @@
  * cost can be judged per MB. Built with sharp and by hand: the same bytes every run.
  */
 import sharp from "sharp";
+import { LIMITS } from "../../src/images/metadata/limits.ts";
 
 export type HostileFormat = "jpeg" | "png" | "webp" | "gif" | "avif";
 
@@ -233,12 +234,12 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
 
   // as many segments as a file of this size may have, padded to the size with one large comment
   const underCap = (cap: number, unit: number) => Math.min(cap, Math.floor(target / unit)) - 40;
-  const fewer = Array.from({ length: underCap(1024 + Math.floor(target / 512), 4) }, () => jpegSegment(0xef, []));
+  const fewer = Array.from({ length: underCap(LIMITS.jpegSegmentsBase + Math.floor(target / LIMITS.jpegBytesPerSegment), 4) }, () => jpegSegment(0xef, []));
   add("jpeg", "many-units", "APP15 segments up to the cap", intoJpeg(jpeg, [...fewer, ...Array.from({ length: Math.ceil((target - fewer.length * 4) / 65_000) }, () => jpegSegment(0xfe, new Uint8Array(65_000)))]));
 
   // PNG
   const png = await base("png");
-  const pngFewer = Array.from({ length: underCap(1024 + Math.floor(target / 256), 13) }, () => pngChunk("tEXt", [0x41, 0]));
+  const pngFewer = Array.from({ length: underCap(LIMITS.pngChunksBase + Math.floor(target / LIMITS.pngBytesPerChunk), 13) }, () => pngChunk("tEXt", [0x41, 0]));
   add("png", "many-units", "tEXt chunks up to the cap", intoPng(png, [...pngFewer, pngChunk("tEXt", cat([latin("Comment\0"), new Uint8Array(target - pngFewer.length * 14)]))]));
   add("png", "many-units", "one-byte tEXt chunks", intoPng(png, Array.from({ length: Math.floor(target / 15) }, () => pngChunk("tEXt", [0x41, 0, 0x42, 0x43]))));
   add("png", "looping-ifd", "eXIf IFDs pointing at themselves", intoPng(png, [pngChunk("eXIf", loopingTiff(Math.floor(target / 12) - 10))]));
@@ -256,7 +257,7 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
 
   // GIF
   const gif = await base("gif");
-  const gifFewer = Array.from({ length: underCap(4096 + Math.floor(target / 64), 5) - 10 }, () => Uint8Array.from([0x21, 0xfe, 1, 0x41, 0]));
+  const gifFewer = Array.from({ length: underCap(LIMITS.gifBlocksBase + Math.floor(target / LIMITS.gifBytesPerBlock), 5) - 10 }, () => Uint8Array.from([0x21, 0xfe, 1, 0x41, 0]));
   add("gif", "many-units", "comment extensions up to the cap", intoGif(gif, [...gifFewer, cat([[0x21, 0xfe], ...Array.from({ length: Math.floor((target - gifFewer.length * 5) / 256) }, () => cat([[255], new Uint8Array(255)])), [0]])]));
   add("gif", "many-units", "one-byte comment extensions", intoGif(gif, Array.from({ length: Math.floor(target / 5) }, () => Uint8Array.from([0x21, 0xfe, 1, 0x41, 0]))));
   const subBlocks = new Uint8Array(Math.floor(target / 2) * 2 + 3 + 12);

@@ -9,13 +9,13 @@
 export const LIMITS = {
   /** JPEG segments (markers with a length) before EOI: a base plus one per `jpegBytesPerSegment` bytes. */
   jpegSegmentsBase: 1024,
-  jpegBytesPerSegment: 512,
-  /** PNG chunks: IDAT is usually split every 8-64 KB; APNG has two chunks a frame. */
+  jpegBytesPerSegment: 1024,
+  /** PNG chunks: IDAT is usually split every 8-64 KB; APNG has two chunks a frame (512 frames within the base). */
   pngChunksBase: 1024,
-  pngBytesPerChunk: 256,
+  pngBytesPerChunk: 1024,
   /** WebP (RIFF) chunks at the top level; an animation has one ANMF a frame. */
   webpChunksBase: 1024,
-  webpBytesPerChunk: 256,
+  webpBytesPerChunk: 1024,
   /** GIF blocks (images and extensions); sub-blocks are data, walked at one step per sub-block. */
   gifBlocksBase: 4096,
   gifBytesPerBlock: 64,

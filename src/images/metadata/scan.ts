@@ -64,7 +64,8 @@ const OTHER_MARKS: [Buffer, string][] = [
   [Buffer.from("location.ISO6709", "latin1"), "QuickTime location"],
 ];
 const TIFF_MARKS = [Buffer.from([0x49, 0x49, 0x2a, 0x00]), Buffer.from([0x4d, 0x4d, 0x00, 0x2a])];
-const HEX_TIFF = /49492a00|4d4d002a/i;
+/** A TIFF header written as hex (ImageMagick's "Raw profile type exif"), in either case. */
+const HEX_TIFF = ["49492a00", "4d4d002a", "49492A00", "4D4D002A"].map((s) => Buffer.from(s, "latin1"));
 
 /** Every place location may be read from in `bytes` (empty: none found). */
 export function findLocation(bytes: Uint8Array, mimetype: string): Finding[] {
@@ -135,7 +136,7 @@ function pngTextFindings(b: Buffer): Finding[] {
         } catch {
           findings.push({ at: pos, what: "compressed text that cannot be read" });
         }
-        if (text && (HEX_TIFF.test(text.toString("latin1")) || XMP_MARKS.some((m) => text.includes(m)) || TIFF_MARKS.some((m) => text.includes(m)))) {
+        if (text && [...HEX_TIFF, ...XMP_MARKS, ...TIFF_MARKS].some((m) => text.includes(m))) {
           findings.push({ at: pos, what: `text ${keyword}` });
         }
       }
