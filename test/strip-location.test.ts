@@ -142,6 +142,24 @@ describe.skipIf(!EXIFTOOL)("location hidden where a strict stripper does not loo
   }
 });
 
+describe.skipIf(!EXIFTOOL)("a group that converts on upload", () => {
+  test("strip_location then conversion to WebP (the kept metadata written by the encoder): no location in what is served", async () => {
+    const group = await ctx.admin("POST", "/api/admin/groups", { name: "g_convert", strategy_ids: [ctx.localStrategyId], metadata: "strip_location", convert_format: "webp" });
+    const user = await ctx.createUser({ group_id: group.id });
+    const outputs = new Map<string, Uint8Array>();
+    for (const f of corpus.filter((x) => x.format !== "webp")) {
+      const res = await ctx.upload(user.token, { bytes: f.bytes, filename: f.filename, contentType: f.mimetype });
+      expectStatus(res, 200);
+      expect(res.body.data.mimetype, f.name).toBe("image/webp");
+      outputs.set(`${f.name} original`, await served(res.body.data.url));
+      if (res.body.data.thumbnail_url !== res.body.data.url) outputs.set(`${f.name} thumbnail`, await served(res.body.data.thumbnail_url));
+    }
+    const found = await exiftoolLocation(outputs);
+    expect([...found].filter(([, tags]) => tags.length > 0).map(([name, tags]) => `${name}: ${tags.join(", ")}`)).toEqual([]);
+    expect([...outputs].filter(([, b]) => rawWords(b).length > 0).map(([name]) => name)).toEqual([]);
+  });
+});
+
 describe("stripping fails closed", () => {
   test("a file the surgery cannot walk is refused under both strip policies (never stored as sent), and stored as sent under keep", async () => {
     const png = await makeImage("png", 32, 24);

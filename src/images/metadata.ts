@@ -32,6 +32,7 @@
  * (its metadata and pixels share one web of offsets): it is verified, stored when it carries no location, refused
  * otherwise.
  */
+import { inflateSync } from "node:zlib";
 import { EOI, jpegSegments, SOS } from "./jpeg.ts";
 import { ContainerRefused, FORMAT_NAMES, LIMITS, LocationRefused, MetadataRefused, unitCap } from "./metadata/limits.ts";
 import { findLocation, isPlainPngKeyword } from "./metadata/scan.ts";
@@ -300,6 +301,19 @@ function stripPng(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop
   const check = checking(drop);
   const cap = unitCap(b.length, LIMITS.pngChunksBase, LIMITS.pngBytesPerChunk);
   let chunks = 0;
+  // what its compressed chunks (zTXt, compressed iTXt, iCCP) may inflate to in all: libvips inflates every one of them
+  let inflateBudget = LIMITS.pngInflatedBase + LIMITS.pngInflatedPerByte * b.length;
+  const inflated = (compressed: Uint8Array) => {
+    try {
+      inflateBudget -= inflateSync(compressed, { maxOutputLength: Math.max(1, inflateBudget) }).length;
+    } catch (e) {
+      if ((e as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" || inflateBudget <= 0) {
+        const mb = (LIMITS.pngInflatedBase + LIMITS.pngInflatedPerByte * b.length) / (1024 * 1024);
+        throw new ContainerRefused(`The PNG's compressed chunks inflate to more than ${mb.toFixed(1)} MB; at most that much is accepted for its size.`);
+      }
+      // a broken stream: the decoder's business
+    }
+  };
   let pos = 8;
   while (pos + 12 <= b.length) {
     if (++chunks > cap) throw new ContainerRefused(`The PNG has more than ${cap} chunks; at most that many are accepted for its size.`);
@@ -310,6 +324,15 @@ function stripPng(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop
     const whole = b.subarray(pos, end);
     const data = b.subarray(pos + 8, pos + 8 + length);
     const critical = (type.charCodeAt(0) & 0x20) === 0;
+    if (check && (type === "zTXt" || type === "iTXt" || type === "iCCP")) {
+      const zero = data.indexOf(0);
+      if (zero >= 0 && type !== "iTXt") inflated(data.subarray(zero + 2));
+      else if (zero >= 0 && data[zero + 1] === 1) {
+        const language = data.indexOf(0, zero + 3);
+        const translated = language < 0 ? -1 : data.indexOf(0, language + 1);
+        if (translated >= 0) inflated(data.subarray(translated + 1));
+      }
+    }
     const hit = !critical && holdsFinding(drop, pos, end);
     pos = end;
     if (hit) {
@@ -337,9 +360,11 @@ function stripPng(b: Uint8Array, policy: StripPolicy, removed: Set<string>, drop
     if (type === "tEXt" || type === "zTXt" || type === "iTXt") {
       const zero = data.indexOf(0);
       const keyword = ascii(data, 0, Math.min(zero < 0 ? length : zero, 80));
-      // the plain keywords PNG defines stay under strip_location (the verification reads them, inflated); any
+      // the plain keywords PNG defines stay under strip_location, uncompressed (the verification reads them); any
       // other keyword becomes a tag of that name in some reader ("GPSLatitude"), and raw profiles hold EXIF/XMP/IPTC
-      if (!all && isPlainPngKeyword(keyword)) parts.push(whole);
+      // compressed text is not kept: what it holds cannot be seen without inflating it
+      const compressed = type === "zTXt" || (type === "iTXt" && data[zero + 1] === 1);
+      if (!all && isPlainPngKeyword(keyword) && !compressed) parts.push(whole);
       else removed.add(keyword === "XML:com.adobe.xmp" ? "XMP" : `text ${keyword}`);
       continue;
     }

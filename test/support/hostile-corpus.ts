@@ -5,6 +5,7 @@
  * range; deep and looping IFD chains; huge declared counts. Files are about `target` bytes (1 MB by default), so a
  * cost can be judged per MB. Built with sharp and by hand: the same bytes every run.
  */
+import { deflateSync } from "node:zlib";
 import sharp from "sharp";
 import { LIMITS } from "../../src/images/metadata/limits.ts";
 
@@ -296,10 +297,10 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
     "one Exif item of 60,000 extents over one range",
     await hostileAvif([{ id: 2, type: "Exif", extents: Array.from({ length: 60_000 }, () => ({ offset: 0, length: big.length })) }], big),
   );
-  add("avif", "many-units", "4000 Exif items", await hostileAvif(Array.from({ length: 4000 }, (_, i) => ({ id: i + 2, type: "Exif", extents: [{ offset: 0, length: exifItem.length }] })), cat([exifItem, new Uint8Array(target - 200_000)])));
+  add("avif", "many-units", "4000 Exif items", await hostileAvif(Array.from({ length: 4000 }, (_, i) => ({ id: i + 2, type: "Exif", extents: [{ offset: 0, length: exifItem.length }] })), cat([exifItem, new Uint8Array(Math.max(0, target - 200_000))])));
   // iloc of zero-width fields: 65,535 items of 65,535 extents that take no bytes at all
   const zeroIloc = fullBox("iloc", 1, 0, cat([[0x00, 0x00], u16be(0xffff), ...Array.from({ length: 0xffff }, (_, i) => [...u16be(i + 1), 0, 0, 0, 0, ...u16be(0xffff)])]));
-  add("avif", "huge-counts", "iloc of 65535 items × 65535 empty extents", await hostileAvif([], new Uint8Array(target - zeroIloc.length), zeroIloc));
+  add("avif", "huge-counts", "iloc of 65535 items × 65535 empty extents", await hostileAvif([], new Uint8Array(Math.max(0, target - zeroIloc.length)), zeroIloc));
   const loopingItem = cat([u32be(0), loopingTiff(Math.floor(target / 12) - 10)]);
   add("avif", "looping-ifd", "Exif item of IFDs pointing at themselves", await hostileAvif([{ id: 2, type: "Exif", extents: [{ offset: 0, length: loopingItem.length }] }], loopingItem));
   const deepItem = cat([u32be(0), deepTiff(Math.floor(target / 18) - 2)]);
@@ -307,5 +308,20 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
   // iinf that declares 4 billion entries
   const hugeIinf = fullBox("iinf", 1, 0, cat([u32be(0xffffffff), fullBox("infe", 2, 0, [...u16be(1), 0, 0, ...latin("av01"), 0])]));
   add("avif", "huge-counts", "iinf declaring 4 billion items", await hostileAvif([], new Uint8Array(target), undefined, hugeIinf));
+  // compressed text that inflates to megabytes: 4 MB of zeros deflate to ~4 KB
+  const bomb = pngChunk("zTXt", cat([latin("Comment\0"), [0], deflateSync(new Uint8Array(4 * MB), { level: 9 })]));
+  add("png", "huge-counts", "zTXt chunks inflating to 4 MB each", intoPng(png, Array.from({ length: Math.floor(target / bomb.length) }, () => bomb)));
+
+  const megabyte = pngChunk("zTXt", cat([latin("Comment\0"), [0], deflateSync(new Uint8Array(MB), { level: 9 })]));
+  const allowed = Math.floor((LIMITS.pngInflatedBase + LIMITS.pngInflatedPerByte * target) / MB) - 1;
+  const filler = pngChunk("tEXt", cat([latin("Comment\0"), new Uint8Array(Math.max(0, target - allowed * megabyte.length - 200))]));
+  add("png", "huge-counts", "zTXt chunks inflating up to the budget", intoPng(png, [...Array.from({ length: allowed }, () => megabyte), filler]));
+
+  // the same classes in files small enough to be stripped in-process (at most 256 KB, a picture within the thumbnail box)
+  if (target >= MB) {
+    const small = await hostileCorpus(240 * 1024);
+    const scales = /up to the|IFDs pointing at themselves|chain of IFDs|inflating|one-byte/;
+    files.push(...small.filter((f) => scales.test(f.name)).map((f) => ({ ...f, name: `${f.name} (240 KB)` })));
+  }
   return files;
 }

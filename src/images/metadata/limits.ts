@@ -13,12 +13,15 @@ export const LIMITS = {
   /** PNG chunks: IDAT is usually split every 8-64 KB; APNG has two chunks a frame (512 frames within the base). */
   pngChunksBase: 1024,
   pngBytesPerChunk: 1024,
+  /** What a PNG's compressed text and ICC profile may inflate to in all: a base plus so many bytes per byte of file. */
+  pngInflatedBase: 1024 * 1024,
+  pngInflatedPerByte: 4,
   /** WebP (RIFF) chunks at the top level; an animation has one ANMF a frame. */
   webpChunksBase: 1024,
   webpBytesPerChunk: 1024,
   /** GIF blocks (images and extensions); sub-blocks are data, walked at one step per sub-block. */
   gifBlocksBase: 4096,
-  gifBytesPerBlock: 64,
+  gifBytesPerBlock: 256,
   /** HEIF boxes at one level (top, meta's children, iinf's infe). */
   heifBoxesPerLevel: 1024,
   /** HEIF items in iloc, extents per item and in all, items carrying metadata (Exif, mime, uri). */

@@ -113,6 +113,8 @@ export const isPlainPngKeyword = (keyword: string) => PLAIN_KEYWORDS.has(keyword
 function pngTextFindings(b: Buffer): Finding[] {
   const findings: Finding[] = [];
   let chunks = 0;
+  // what inflating may produce in all: past it, compressed text is a finding unread (no inflate bomb costs more)
+  let inflateBudget = INFLATE_MAX;
   for (let pos = 8; pos + 12 <= b.length && chunks < 1_000_000; chunks++) {
     const length = b.readUInt32BE(pos);
     const type = b.toString("latin1", pos + 4, pos + 8);
@@ -126,12 +128,19 @@ function pngTextFindings(b: Buffer): Finding[] {
       else {
         let text: Buffer | null = null;
         try {
-          if (type === "zTXt") text = inflateSync(data.subarray(zero + 2), { maxOutputLength: INFLATE_MAX });
+          const inflate = (from: number) => {
+            if (inflateBudget <= 0) throw new Error("over the inflate budget");
+            const out = inflateSync(data.subarray(from), { maxOutputLength: inflateBudget });
+            inflateBudget -= out.length;
+            return out;
+          };
+          if (type === "zTXt") text = inflate(zero + 2);
           else if (type === "iTXt" && data[zero + 1] === 1) {
             // keyword\0 flag method language\0 translated\0 text
             const lang = data.indexOf(0, zero + 3);
             const translated = lang < 0 ? -1 : data.indexOf(0, lang + 1);
-            text = translated < 0 ? null : inflateSync(data.subarray(translated + 1), { maxOutputLength: INFLATE_MAX });
+            if (translated < 0) throw new Error("a broken iTXt chunk");
+            text = inflate(translated + 1);
           } else text = data;
         } catch {
           findings.push({ at: pos, what: "compressed text that cannot be read" });
