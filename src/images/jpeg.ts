@@ -62,8 +62,11 @@ function entropyEnd(b: Uint8Array, pos: number): number {
   // Buffer's indexOf is a memchr: an order of magnitude faster than a loop over a few MB of scan data
   const buffer = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   for (;;) {
-    pos = buffer.indexOf(0xff, pos);
-    if (pos < 0) return n;
+    // the next 0xFF: a few bytes looked at here first (dense stuffing or restart markers would otherwise pay a native
+    // call per pair), then memchr for a long run of data
+    for (let k = 0; k < 8 && pos < n && b[pos] !== 0xff; k++) pos++;
+    if (pos < n && b[pos] !== 0xff) pos = buffer.indexOf(0xff, pos);
+    if (pos < 0 || pos >= n) return n;
     let next = pos;
     while (next < n && b[next] === 0xff) next++;
     if (next >= n) return n;

@@ -233,6 +233,13 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
   const hugeSeg = jpegSegment(0xe1, exifPayload(hugeCountTiff()));
   add("jpeg", "huge-counts", "EXIF counts of gigabytes", intoJpeg(jpeg, Array.from({ length: Math.floor(target / hugeSeg.length) }, () => hugeSeg)));
 
+  // scan data the walk must step through: stuffed 0xFF00 pairs, and restart markers, every other byte
+  const sos = Buffer.from(jpeg).indexOf(Buffer.from([0xff, 0xda]));
+  const sosEnd = sos + 2 + ((jpeg[sos + 2]! << 8) | jpeg[sos + 3]!);
+  const scan = (unit: number[]) => cat([jpeg.subarray(0, sosEnd), ...Array.from({ length: Math.floor(target / unit.length) }, () => unit), [0xff, 0xd9]]);
+  add("jpeg", "many-units", "scan data of stuffed 0xFF00", scan([0xff, 0x00]));
+  add("jpeg", "many-units", "scan data of restart markers", scan([0x12, 0xff, 0xd0, 0x34, 0xff, 0xd1]));
+
   // as many segments as a file of this size may have, padded to the size with one large comment
   const underCap = (cap: number, unit: number) => Math.min(cap, Math.floor(target / unit)) - 40;
   const fewer = Array.from({ length: underCap(LIMITS.jpegSegmentsBase + Math.floor(target / LIMITS.jpegBytesPerSegment), 4) }, () => jpegSegment(0xef, []));
