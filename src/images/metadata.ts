@@ -437,7 +437,9 @@ function stripWebp(b: Uint8Array, policy: StripPolicy, removed: Set<string>, dro
   const first = chunks[0];
   if (first && startsWith(first, 0, "VP8X") && first.length >= 9) {
     const vp8x = first.slice();
-    vp8x[8] = (vp8x[8]! & ~0x0c) | (hasExif ? 0x08 : 0);
+    // the flags say which metadata chunks follow: EXIF as kept, no XMP, the ICC profile unless the verification dropped it
+    const hasIcc = chunks.some((c) => startsWith(c, 0, "ICCP"));
+    vp8x[8] = (vp8x[8]! & ~0x2c) | (hasExif ? 0x08 : 0) | (hasIcc ? 0x20 : 0);
     chunks[0] = vp8x;
   }
   const body = concat(chunks);
