@@ -24,7 +24,23 @@ export interface Inspection {
 const SNIFF_BYTES = 4100;
 
 /** The media type the bytes show, or null when file-type does not recognise them. */
-export const sniffMime = async (bytes: Uint8Array) => (await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES)))?.mime ?? null;
+export const sniffMime = async (bytes: Uint8Array) => refineMime(bytes, (await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES)))?.mime ?? null);
+
+/**
+ * What the sample cannot show: an animated PNG declares its animation (acTL) anywhere before its first image data,
+ * which large chunks can push past the sample. One step per chunk header, each at least 12 bytes on: linear.
+ */
+function refineMime(bytes: Uint8Array, mime: string | null): string | null {
+  if (mime !== "image/png") return mime;
+  for (let at = 8; at + 8 <= bytes.length; ) {
+    const length = bytes[at]! * 0x1000000 + ((bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!);
+    const type = String.fromCharCode(bytes[at + 4]!, bytes[at + 5]!, bytes[at + 6]!, bytes[at + 7]!);
+    if (type === "acTL") return "image/apng";
+    if (type === "IDAT" || type === "IEND") break;
+    at += 12 + length;
+  }
+  return mime;
+}
 
 /**
  * Sniffs the content and reads the dimensions from the header only (no pixel decoding), as displayed
@@ -33,8 +49,8 @@ export const sniffMime = async (bytes: Uint8Array) => (await fileTypeFromBuffer(
  * breaks one (libexif and libheif spend seconds on looping IFDs and repeated extents).
  */
 export async function inspectImage(bytes: Uint8Array): Promise<Inspection | null> {
-  const sniffed = await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES));
-  if (sniffed) checkContainer(bytes, sniffed.mime);
+  const sniffedMime = refineMime(bytes, (await fileTypeFromBuffer(bytes.subarray(0, SNIFF_BYTES)))?.mime ?? null);
+  if (sniffedMime) checkContainer(bytes, sniffedMime);
   let meta: Awaited<ReturnType<ReturnType<typeof sharp>["metadata"]>>;
   try {
     meta = await sharp(bytes, { limitInputPixels: false }).metadata();
@@ -45,10 +61,10 @@ export async function inspectImage(bytes: Uint8Array): Promise<Inspection | null
   const height = meta.autoOrient?.height ?? meta.height;
   if (!width || !height) return null;
   // without `pages: -1`, sharp reports the first frame of an animation
-  const scans = sniffed?.mime === "image/jpeg" ? jpegScanCount(bytes) : 1;
-  const screen = sniffed?.mime === "image/gif" && bytes.length >= 10 ? { width: bytes[6]! | (bytes[7]! << 8), height: bytes[8]! | (bytes[9]! << 8) } : null;
+  const scans = sniffedMime === "image/jpeg" ? jpegScanCount(bytes) : 1;
+  const screen = sniffedMime === "image/gif" && bytes.length >= 10 ? { width: bytes[6]! | (bytes[7]! << 8), height: bytes[8]! | (bytes[9]! << 8) } : null;
   const declared = screen && screen.width * screen.height > width * height ? screen : { width, height };
-  return { sniffedMime: sniffed?.mime ?? null, width, height, pages: meta.pages ?? 1, scans, declared };
+  return { sniffedMime, width, height, pages: meta.pages ?? 1, scans, declared };
 }
 
 /**
