@@ -4,6 +4,7 @@ import { openEmbedded, openPostgres, type Database } from "./db/client.ts";
 import { seedDatabase } from "./db/seed.ts";
 import type { Env } from "./env.ts";
 import { randomToken } from "./services/secrets.ts";
+import { installQueue } from "./webhooks/queue.ts";
 import { defaultLogger, type Logger } from "./observability/log.ts";
 
 /**
@@ -53,7 +54,7 @@ export async function openDatabase(env: Env, log: Logger = defaultLogger()): Pro
     log.info({ dir, created, start_ms: Math.round(startMs) }, `Embedded PostgreSQL ${created ? "created and " : ""}started in ${dir} (${Math.round(startMs)} ms; log in ${dir}.log).`);
   }
   try {
-    await database.migrate();
+    await database.migrate(installQueue); // and graphile-worker's schema (webhooks), under the same lock
     await seedDatabase(database.db);
   } catch (e) {
     await database.close();

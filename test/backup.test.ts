@@ -13,6 +13,7 @@ import { defaultBodyGateLimits } from "../src/http/body-gate.ts";
 import { createBackup, restoreBackup } from "../src/services/backup/index.ts";
 import { deleteImage } from "../src/services/delete.ts";
 import { StorageRegistry } from "../src/storage/index.ts";
+import { installQueue } from "../src/webhooks/queue.ts";
 import { testLog } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg, multipart } from "./support/images.ts";
 import sharp from "sharp";
@@ -140,7 +141,7 @@ async function upload(token: string, bytes: Uint8Array, filename: string, fields
 beforeAll(async () => {
   if (onPostgres) return;
   database = await openEmbedded(sourceDir);
-  await database.migrate();
+  await database.migrate(installQueue);
   await seedDatabase(database.db);
   writeFileSync(join(sourceDir, "admin-token"), `${ADMIN_TOKEN}\n`, { mode: 0o600 });
   deps = {

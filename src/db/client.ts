@@ -19,7 +19,6 @@ import {
   TAKEOVER_MS,
 } from "./embedded.ts";
 import * as schema from "./schema.ts";
-import { installQueue } from "../webhooks/queue.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -31,8 +30,12 @@ export interface Database {
   /** How to reach it (a URL, or the embedded server's socket): the job queue opens its own small pool with it. */
   connection?: Connection;
   driver: "postgres" | "pglite";
-  /** Applies drizzle/ migrations; idempotent and safe when several instances start at once. */
-  migrate(): Promise<void>;
+  /**
+   * Applies drizzle/ migrations; idempotent and safe when several instances start at once. `alsoUnderLock` runs
+   * after them under the same advisory lock (PostgreSQL only): the layers above install their own schemas there
+   * (the job queue's), which this layer does not know.
+   */
+  migrate(alsoUnderLock?: (connection: Connection) => Promise<void>): Promise<void>;
   close(): Promise<void>;
   /** PGlite only: the whole data directory, to clone a prepared database quickly. */
   dumpDataDir?: () => Promise<Blob>;
@@ -68,13 +71,13 @@ export function openPostgres(connection: Connection, options: { max?: number; id
         from pg_stat_activity where application_name = ${applicationName}`;
       return { open: row!.open, inUse: Math.max(0, row!.active - 1), max };
     },
-    async migrate() {
+    async migrate(alsoUnderLock) {
       // one connection, so the advisory lock and the migration share a session
       const single = connect({ max: 1, onnotice: () => {} });
       try {
         await single`select pg_advisory_lock(${MIGRATION_LOCK})`;
         await migratePostgres(drizzlePostgres(single, { schema }), { migrationsFolder });
-        await installQueue(connection); // graphile-worker's own schema (webhooks), under the same lock
+        await alsoUnderLock?.(connection);
       } finally {
         await single.end({ timeout: 5 });
       }

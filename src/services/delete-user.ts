@@ -1,10 +1,10 @@
 import { eq } from "drizzle-orm";
 import type { Deps } from "../deps.ts";
 import { deleteSessionsOfUser } from "../db/repositories/sessions.ts";
-import { revokeTokensOfUser } from "../db/repositories/tokens.ts";
 import { images, users } from "../db/schema.ts";
 import { removeImage } from "./delete.ts";
-import { emitUserDisabled } from "../webhooks/events.ts";
+import { emitUserDisabled } from "./events.ts";
+import { revokeAllTokensOf } from "./tokens.ts";
 import { lookupCacheFor } from "./lookup-cache.ts";
 import { finishRemovals } from "./removals.ts";
 
@@ -25,7 +25,7 @@ export async function deleteUserAndImages(deps: Deps, userId: number): Promise<{
     const [row] = await tx.update(users).set({ enabled: false }).where(eq(users.id, userId)).returning({ id: users.id, username: users.username });
     if (!row) return false;
     await emitUserDisabled(tx, row, "deleted", deps.clock());
-    await revokeTokensOfUser(tx, userId, deps.clock());
+    await revokeAllTokensOf(tx, userId, deps.clock());
     await deleteSessionsOfUser(tx, userId);
     return true;
   });

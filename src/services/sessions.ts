@@ -13,7 +13,7 @@ import {
   touchSession,
   trimSessionsOfUser,
 } from "../db/repositories/sessions.ts";
-import { revokeTokensOfUser } from "../db/repositories/tokens.ts";
+import { revokeAllTokensOf } from "./tokens.ts";
 import { updateUser } from "../db/repositories/users.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
@@ -161,7 +161,7 @@ export async function changeOwnPassword(
   return db.transaction(async (tx) => {
     await updateUser(tx, change.userId, { passwordHash: change.passwordHash });
     await deleteSessionsOfUser(tx, change.userId, change.sessionId);
-    const tokensRevoked = change.revokeTokens ? await revokeTokensOfUser(tx, change.userId, change.now, change.sessionId) : 0;
+    const tokensRevoked = change.revokeTokens ? await revokeAllTokensOf(tx, change.userId, change.now, change.sessionId) : 0;
     return { tokensRevoked };
   });
 }

@@ -2,16 +2,20 @@ import {
   countIssuedTokens,
   deleteDeadTokens,
   insertTokens,
+  isOwnToken,
   lockTokenIssuing,
   lockUnrevokedToken,
   nthRecentTemporaryIssue,
   recordTokenUse,
+  revokeTokenAndIssued,
+  revokeTokensOfUser,
   trimSessionTokens,
 } from "../db/repositories/tokens.ts";
 import type { Executor } from "../db/client.ts";
 import type { Deps } from "../deps.ts";
 import { AppError, badRequest, unauthorized } from "../errors.ts";
 import type { UserCaller } from "./caller.ts";
+import { emitTokensRevoked } from "./events.ts";
 import { perDeps } from "./per-deps.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
@@ -142,6 +146,30 @@ export async function issueAccountTemporaryTokens(
     throw e;
   }
   return raws.map((token) => ({ token, expiredAt }));
+}
+
+/** Revokes a token and the temporary tokens it issued, with their `token.revoked` events; false when no such token. */
+export async function revokeToken(db: Executor, id: number, at: Date): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const { found, revoked } = await revokeTokenAndIssued(tx, id, at);
+    await emitTokensRevoked(tx, revoked, at); // the events commit with the revocation
+    return found;
+  });
+}
+
+/** Revokes the owner's token (and what it issued); false when it is missing or another account's. */
+export async function revokeOwnToken(db: Executor, id: number, ownerId: number, at: Date): Promise<boolean> {
+  return (await isOwnToken(db, id, ownerId)) && revokeToken(db, id, at);
+}
+
+/**
+ * Revokes every unrevoked token of the account, except the upload tokens of the session `keepSessionId`, with their
+ * events (run it in the caller's transaction); returns how many.
+ */
+export async function revokeAllTokensOf(tx: Executor, userId: number, at: Date, keepSessionId: number | null = null): Promise<number> {
+  const revoked = await revokeTokensOfUser(tx, userId, at, keepSessionId);
+  await emitTokensRevoked(tx, revoked, at);
+  return revoked.length;
 }
 
 /** Forgets the tokens that expired or were revoked more than TOKEN_LIMITS.keepDeadMs ago (the sweeper, every round). */

@@ -4,13 +4,13 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
-import { findTokenWithOwner, listActiveTokensForOwner, revokeTokenForOwner } from "../db/repositories/tokens.ts";
+import { findTokenWithOwner, listActiveTokensForOwner } from "../db/repositories/tokens.ts";
 import { AppError, notFound } from "../errors.ts";
 import { formatUtc } from "../http/time.ts";
 import { fieldErrors } from "../http/validation.ts";
 import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
 import { lookupCacheFor } from "../services/lookup-cache.ts";
-import { issueAccountTemporaryTokens, issuePermanentToken } from "../services/tokens.ts";
+import { issueAccountTemporaryTokens, issuePermanentToken, revokeOwnToken } from "../services/tokens.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, readForm } from "./form.ts";
 import { CopyButton, Field, FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
@@ -292,7 +292,7 @@ export function register(web: Hono<WebEnv>) {
         </Layout>,
       );
     }
-    if (!(valid && (await revokeTokenForOwner(deps.db, id, signedIn.user.id, deps.clock())))) {
+    if (!(valid && (await revokeOwnToken(deps.db, id, signedIn.user.id, deps.clock())))) {
       throw notFound("Token not found.");
     }
     // this instance refuses it at once; the others within the lookup cache's bound (1 s)

@@ -37,7 +37,10 @@ export function eventStatement(event: EventInput): SQL {
     ${event.subject}::text, ${JSON.stringify(event.data)}::jsonb)`;
 }
 
-/** Writes the event in the caller's transaction (one statement). */
+/**
+ * Writes the event in the caller's transaction (one statement). Only services call it (or eventStatement): the
+ * layer check refuses this file's import anywhere else (docs/architecture.md).
+ */
 export async function emitEvent(tx: Executor, event: EventInput): Promise<void> {
   await tx.execute(sql`select ${eventStatement(event)} as added`);
 }
@@ -89,22 +92,4 @@ export function imageEventData(
     thumbnail_url,
     ...(variants ? { addresses } : {}),
   };
-}
-
-/** `token.revoked` for each token revoked (its id and kind: never its secret). */
-export async function emitTokensRevoked(tx: Executor, revoked: { id: number; userId: number; kind: string; label?: string | null }[], at: Date) {
-  for (const t of revoked) {
-    await emitEvent(tx, {
-      type: "token.revoked",
-      ownerId: t.userId,
-      subject: `token:${t.id}`,
-      at,
-      data: { token: { id: t.id, kind: t.kind, label: t.label ?? null, revoked_at: at.toISOString() } },
-    });
-  }
-}
-
-/** `user.disabled`, to the site-wide endpoints. */
-export async function emitUserDisabled(tx: Executor, user: { id: number; username: string }, reason: "disabled" | "deleted", at: Date) {
-  await emitEvent(tx, { type: "user.disabled", ownerId: null, subject: `user:${user.id}`, at, data: { user: { id: user.id, username: user.username }, reason } });
 }

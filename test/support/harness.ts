@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { parseAllowList } from "../../src/webhooks/address-guard.ts";
 import { secretBox } from "../../src/webhooks/secret-box.ts";
+import { installQueue } from "../../src/webhooks/queue.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import createClient from "openapi-fetch";
@@ -92,7 +93,7 @@ function databases(): Promise<TestDatabases> {
     await admin.unsafe(`create database ${template}`);
     const prepared = openPostgres(connection(template), { max: 2 });
     try {
-      await prepared.migrate();
+      await prepared.migrate(installQueue);
       await seedDatabase(prepared.db);
     } finally {
       await prepared.close(); // a template must have no sessions when it is copied

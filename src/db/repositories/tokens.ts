@@ -1,5 +1,4 @@
 import { and, asc, desc, eq, gt, isNotNull, isNull, lt, ne, notInArray, or, sql } from "drizzle-orm";
-import { emitTokensRevoked } from "../../webhooks/events.ts";
 import type { Executor } from "../client.ts";
 import { groups, tokens, users } from "../schema.ts";
 
@@ -34,27 +33,32 @@ export async function lockUnrevokedToken(db: Executor, id: number): Promise<bool
 }
 
 /**
- * Revokes a token and the unrevoked temporary tokens it issued, in one transaction; false when no such token.
- * Two statements, not one: the second reads a snapshot taken after the first has waited out any issuing
- * transaction holding the token (lockUnrevokedToken), so the tokens that issuing committed are revoked too.
+ * Revokes a token and the unrevoked temporary tokens it issued (run it in a transaction); `found` is false when
+ * there is no such token. Two statements, not one: the second reads a snapshot taken after the first has waited out
+ * any issuing transaction holding the token (lockUnrevokedToken), so the tokens that issuing committed are revoked too.
  */
-export async function revokeToken(db: Executor, id: number, at: Date): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const revoked = await tx
-      .update(tokens)
-      .set({ revokedAt: at })
-      .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
-      .returning(revokedColumns);
-    const issued = await tx
-      .update(tokens)
-      .set({ revokedAt: at })
-      .where(and(eq(tokens.parentTokenId, id), isNull(tokens.revokedAt)))
-      .returning(revokedColumns);
-    await emitTokensRevoked(tx, [...revoked, ...issued], at); // issue 19: the events commit with the revocation
-    if (revoked.length > 0) return true;
-    const [exists] = await tx.select({ id: tokens.id }).from(tokens).where(eq(tokens.id, id));
-    return exists !== undefined;
-  });
+export async function revokeTokenAndIssued(tx: Executor, id: number, at: Date): Promise<{ found: boolean; revoked: RevokedToken[] }> {
+  const revoked = await tx
+    .update(tokens)
+    .set({ revokedAt: at })
+    .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
+    .returning(revokedColumns);
+  const issued = await tx
+    .update(tokens)
+    .set({ revokedAt: at })
+    .where(and(eq(tokens.parentTokenId, id), isNull(tokens.revokedAt)))
+    .returning(revokedColumns);
+  if (revoked.length > 0) return { found: true, revoked: [...revoked, ...issued] };
+  const [exists] = await tx.select({ id: tokens.id }).from(tokens).where(eq(tokens.id, id));
+  return { found: exists !== undefined, revoked: issued };
+}
+
+/** A token just revoked: what its `token.revoked` event names (never its secret). */
+export interface RevokedToken {
+  id: number;
+  userId: number;
+  kind: string;
+  label: string | null;
 }
 
 const revokedColumns = { id: tokens.id, userId: tokens.userId, kind: tokens.kind, label: tokens.label };
@@ -144,10 +148,10 @@ export async function trimSessionTokens(tx: Executor, sessionId: number, keep: n
 
 /**
  * Revokes every unrevoked token of the account (permanent and temporary), except the upload tokens of the session
- * `keepSessionId`; returns how many.
+ * `keepSessionId`; returns them.
  */
-export async function revokeTokensOfUser(db: Executor, userId: number, at: Date, keepSessionId: number | null = null) {
-  const rows = await db
+export async function revokeTokensOfUser(db: Executor, userId: number, at: Date, keepSessionId: number | null = null): Promise<RevokedToken[]> {
+  return db
     .update(tokens)
     .set({ revokedAt: at })
     .where(
@@ -158,14 +162,12 @@ export async function revokeTokensOfUser(db: Executor, userId: number, at: Date,
       ),
     )
     .returning(revokedColumns);
-  await emitTokensRevoked(db, rows, at);
-  return rows.length;
 }
 
-/** Revokes the owner's token (and what it issued); false when it is missing or another account's. */
-export async function revokeTokenForOwner(db: Executor, id: number, ownerId: number, at: Date): Promise<boolean> {
+/** Whether the token exists and is the owner's. */
+export async function isOwnToken(db: Executor, id: number, ownerId: number): Promise<boolean> {
   const [own] = await db.select({ id: tokens.id }).from(tokens).where(and(eq(tokens.id, id), eq(tokens.userId, ownerId)));
-  return own !== undefined && revokeToken(db, id, at);
+  return own !== undefined;
 }
 
 /** Records that the token was used now, unless that was recorded less than a minute ago (by any instance). */

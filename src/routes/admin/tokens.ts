@@ -1,5 +1,5 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
-import { listTokensForUser, revokeToken } from "../../db/repositories/tokens.ts";
+import { listTokensForUser } from "../../db/repositories/tokens.ts";
 import { ALBUMS_PER_ACCOUNT, createOwnAlbum } from "../../db/repositories/albums.ts";
 import { getUser } from "../../db/repositories/users.ts";
 import { badRequest, notFound } from "../../errors.ts";
@@ -8,7 +8,7 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { dateTime, EmptyResponse, envelope } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { issuePermanentToken, TOKEN_LIMITS } from "../../services/tokens.ts";
+import { issuePermanentToken, revokeToken, TOKEN_LIMITS } from "../../services/tokens.ts";
 import { adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery } from "./common.ts";
 
 const PermanentToken = z

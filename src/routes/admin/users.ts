@@ -1,23 +1,17 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
-import { getDefaultGroup, getGroup } from "../../db/repositories/groups.ts";
-import { deleteSessionsOfUser } from "../../db/repositories/sessions.ts";
-import { createUser, getUser, listUsers, updateUser, type User } from "../../db/repositories/users.ts";
-import type { Db } from "../../db/client.ts";
-import { eq } from "drizzle-orm";
-import { users } from "../../db/schema.ts";
-import { emitUserDisabled } from "../../webhooks/events.ts";
-import { notFound, validationError } from "../../errors.ts";
+import { getUser, listUsers, type User } from "../../db/repositories/users.ts";
+import { notFound } from "../../errors.ts";
 import { clientIp } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { dateTime, envelope } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
-import { revokeTokensOfUser } from "../../db/repositories/tokens.ts";
 import { deleteUserAndImages } from "../../services/delete-user.ts";
 import { createPasswordLink, PASSWORD_LINK_MS } from "../../services/password-links.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX } from "../../http/validation.ts";
-import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
+import { PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
+import { changeAccount, createAccount, signOutAccount } from "../../services/users.ts";
 import { AdminUser, adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery } from "./common.ts";
 
 const UserResponse = envelope(AdminUser, "AdminUserResponse");
@@ -70,17 +64,6 @@ const UpdateUser = z
   .partial()
   .openapi("UpdateUserInput");
 
-async function checkGroup(db: Db, id: number | undefined) {
-  if (id === undefined) return;
-  const group = await getGroup(db, id);
-  if (!group || group.isGuest) throw validationError({ group_id: ["The group_id must be an existing, non-guest group."] });
-}
-
-const isUniqueViolation = (e: unknown) => {
-  const err = e as { code?: string; cause?: { code?: string } };
-  return err.code === "23505" || err.cause?.code === "23505";
-};
-
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openapi(
     adminRoute({
@@ -117,27 +100,18 @@ export function register(app: OpenAPIHono<AppEnv>) {
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
     async (c) => {
-      const { db } = c.get("deps");
       const b = c.req.valid("json");
-      await checkGroup(db, b.group_id);
-      const groupId = b.group_id ?? (await getDefaultGroup(db))?.id;
-      if (!groupId) throw validationError({ group_id: ["There is no default group; give group_id."] });
-      try {
-        const user = await createUser(db, {
-          username: b.username,
-          email: b.email.toLowerCase(),
-          name: b.name ?? b.username,
-          groupId,
-          capacityKb: b.capacity_kb ?? null,
-          passwordHash: b.password ? await hashPassword(b.password) : null,
-          registeredIp: b.registered_ip ?? clientIp(c),
-          role: b.role ?? "user",
-        });
-        return respond(c, toOutput(user));
-      } catch (e) {
-        if (isUniqueViolation(e)) throw validationError({ username: ["The username or email is already taken."] });
-        throw e;
-      }
+      const user = await createAccount(c.get("deps").db, {
+        username: b.username,
+        email: b.email,
+        name: b.name,
+        password: b.password,
+        groupId: b.group_id,
+        capacityKb: b.capacity_kb,
+        registeredIp: b.registered_ip ?? clientIp(c),
+        role: b.role,
+      });
+      return respond(c, toOutput(user));
     },
   );
   app.openapi(
@@ -168,44 +142,15 @@ export function register(app: OpenAPIHono<AppEnv>) {
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 404, 415, 422, 500) },
     }),
     async (c) => {
-      const { db } = c.get("deps");
+      const { db, clock } = c.get("deps");
       const b = c.req.valid("json");
-      await checkGroup(db, b.group_id);
-      const id = c.req.valid("param").id;
-      const user = await changeUser(db, id, b, c.get("deps").clock()).catch((e) => {
-        if (isUniqueViolation(e)) throw validationError({ email: ["The email is already taken."] });
-        throw e;
-      });
+      const change = { enabled: b.enabled, groupId: b.group_id, capacityKb: b.capacity_kb, name: b.name, email: b.email, role: b.role, password: b.password };
+      const user = await changeAccount(db, c.req.valid("param").id, change, clock());
       if (!user) throw notFound("User not found.");
       return respond(c, toOutput(user));
     },
   );
   registerAccountActions(app);
-}
-
-async function changeUser(db: Db, id: number, b: z.infer<typeof UpdateUser>, now: Date) {
-  const passwordHash = b.password === undefined ? undefined : b.password === null ? null : await hashPassword(b.password);
-  return db.transaction(async (tx) => {
-    // was it enabled? (locked: two administrators disabling it at once send one user.disabled)
-    const [before] = b.enabled === false ? await tx.select({ enabled: users.enabled }).from(users).where(eq(users.id, id)).for("update") : [];
-    const updated = await updateUser(tx, id, {
-      enabled: b.enabled,
-      groupId: b.group_id,
-      capacityKb: b.capacity_kb,
-      name: b.name,
-      email: b.email?.toLowerCase(),
-      role: b.role,
-      passwordHash,
-    });
-    if (!updated) return null;
-    if (before?.enabled && !updated.enabled) await emitUserDisabled(tx, updated, "disabled", now);
-    // whoever knew the old password is signed out everywhere; a disabled account (or one moved into a disabled
-    // group) is signed out too, so that enabling it again does not bring its old sessions back
-    const group = b.group_id === undefined ? null : await getGroup(tx, updated.groupId);
-    const shut = !updated.enabled || (group !== null && (!group.enabled || !group.allowApi));
-    if (passwordHash !== undefined || shut) await deleteSessionsOfUser(tx, id);
-    return updated;
-  });
 }
 
 /** What an administrator does to an account beyond its fields: sign it out everywhere, a password link, deletion. */
@@ -221,14 +166,8 @@ function registerAccountActions(app: OpenAPIHono<AppEnv>) {
       responses: { ...okResponse(envelope(z.object({ tokens_revoked: z.number().int() }), "SignOutResponse"), "Done"), ...errorResponses(401, 404, 422, 500) },
     }),
     async (c) => {
-      const deps = c.get("deps");
-      const id = c.req.valid("param").id;
-      const revoked = await deps.db.transaction(async (tx) => {
-        if (!(await getUser(tx, id))) return null;
-        const n = await revokeTokensOfUser(tx, id, deps.clock());
-        await deleteSessionsOfUser(tx, id);
-        return n;
-      });
+      const { db, clock } = c.get("deps");
+      const revoked = await signOutAccount(db, c.req.valid("param").id, clock());
       if (revoked === null) throw notFound("User not found.");
       return respond(c, { tokens_revoked: revoked });
     },

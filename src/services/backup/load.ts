@@ -12,6 +12,7 @@ import { type Connection, migrationsFolder, openPostgres } from "../../db/client
 import { setDatabaseId } from "../../db/repositories/database-identity.ts";
 import { deleteImageAndRelease } from "../../db/repositories/images.ts";
 import { DELIVER_JOB } from "../../webhooks/deliver.ts";
+import { installQueue } from "../../webhooks/queue.ts";
 import * as schema from "../../db/schema.ts";
 import { BackupError, DERIVED_TABLES, type Manifest, type ObjectList, quoteIdent, readJournal, type TableEntry } from "./format.ts";
 
@@ -121,7 +122,7 @@ export async function loadDatabase(
         }
       });
     }
-    await database.migrate(); // this build's newer migrations, if the archive is older
+    await database.migrate(installQueue); // this build's newer migrations, if the archive is older
     if (manifest.database.database_id) await setDatabaseId(database.db, manifest.database.database_id);
     await database.db.execute(sqlTag`
       select graphile_worker.add_job(${DELIVER_JOB}::text, json_build_object('id', d.id), run_at => greatest(coalesce(d.next_attempt_at, now()), now()),
