@@ -1,6 +1,6 @@
 /**
  * The memory to plan for, per topology: what the whole process tree of `bun run server` holds idle, at the peak of
- * an upload burst of large photos, and once idle again. Prints figures, asserts nothing; the README quotes them.
+ * an upload burst of large photos, and once idle again. Prints figures, asserts nothing; docs/operations.md quotes them.
  *
  *   bun run scripts/memory-plan.ts                          both topologies (PostgreSQL at postgres://postgres@127.0.0.1:5432)
  *   bun run scripts/memory-plan.ts --embedded               the embedded default only

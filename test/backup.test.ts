@@ -267,7 +267,7 @@ describe.skipIf(onPostgres)("backup and restore of the embedded DATA_DIR", () =>
     const viaUrl = await cli(["backup", "restore", archive], { DATA_DIR: join(work, "never"), DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" });
     expect(viaUrl.code).toBe(1);
     expect(viaUrl.stderr).toContain("DATABASE_URL is set");
-    expect(viaUrl.stderr).toContain("README.md");
+    expect(viaUrl.stderr).toContain("docs/backups.md");
     expect(existsSync(join(work, "never"))).toBe(false);
 
     const exists = await cli(["backup", "create", archive], { DATA_DIR: sourceDir });
@@ -530,11 +530,12 @@ describe.skipIf(onPostgres)("restore writes only under DATA_DIR and confirmed ro
   });
 });
 
-test("backup refuses a DATABASE_URL deployment and points to the README", async () => {
+test("backup refuses a DATABASE_URL deployment and points to docs/backups.md", async () => {
   const run = await cli(["backup", "create", join(work, "pg.tar")], { DATA_DIR: join(work, "pg-data"), DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" });
   expect(run.code).toBe(1);
   expect(run.stderr).toContain("DATABASE_URL is set");
   expect(run.stderr).toContain("pg_dump");
+  expect(run.stderr).toContain("docs/backups.md");
   expect(existsSync(join(work, "pg.tar"))).toBe(false);
 });
 

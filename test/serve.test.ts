@@ -133,7 +133,7 @@ describe("serving local objects at /i/<path>", () => {
   });
 });
 
-describe("what the README promises about addresses", () => {
+describe("what docs/api.md promises about addresses", () => {
   test("HEAD with a Range header answers 200 with the full length (ranges are for GET)", async () => {
     const res = await ctx.request(path, { method: "HEAD", headers: { range: "bytes=0-9" } });
     await expectStatus(res, 200);

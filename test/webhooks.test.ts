@@ -373,8 +373,8 @@ describe("delivery", () => {
   });
 });
 
-describe("the README's verification code", () => {
-  const readme = readFileSync(join(import.meta.dir, "..", "README.md"), "utf8");
+describe("the verification code of docs/webhooks.md", () => {
+  const readme = readFileSync(join(import.meta.dir, "..", "docs", "webhooks.md"), "utf8");
   const events = readme.slice(readme.indexOf("## Events: signed webhooks"));
   const python = /```python\n([\s\S]*?)```/.exec(events)?.[1];
 

@@ -113,7 +113,7 @@ export const markdown = (t: { head: string[]; rows: string[][] }) => markdownTab
 
 // ---------------------------------------------------------------- summary
 
-/** The headline figures (BENCHMARKS.md's summary, quoted in README's Performance section). */
+/** The headline figures (BENCHMARKS.md's summary, quoted in docs/operations.md's Performance section and the README). */
 export function summaryTable(figures: Figures[], topologies: TopologyKey[]): string {
   const byId = new Map(figures.map((f) => [f.scenario.id, f]));
   const rows: string[][] = [];

@@ -92,7 +92,7 @@ export async function startAppServer(opts: {
     UPLOAD_BODIES_PER_ADDRESS: "64",
     UPLOAD_BODIES_TOTAL: "64",
     // like the reference nginx's `access_log off`: no line per object request (the API's requests are still logged;
-    // what the line costs is measured in README.md, Operations)
+    // what the line costs is measured in docs/operations.md, Logs)
     LOG_OBJECT_REQUESTS: "false",
   });
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;

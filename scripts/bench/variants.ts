@@ -45,7 +45,7 @@ const configFor = (quick: boolean) =>
     : { wrkRounds: 5, wrkSeconds: 3, coldN: 8, stripRounds: 4, stripPer: 4, memClients: 16, memJobs: 32, extra: 6, studyIters: 30, uploadN: 8 };
 type Config = ReturnType<typeof configFor>;
 
-const EMBEDDED_PLAN_MB = 400; // README: "plan for 400 MB" for the embedded default's whole process tree
+const EMBEDDED_PLAN_MB = 400; // docs/operations.md: "plan for 400 MB" for the embedded default's whole process tree
 const MAX_PIXELS = 100_000_000; // the default group's
 const QUALITY = { webp: 80, avif: 50, jpeg: 82 } as const;
 type Fmt = keyof typeof QUALITY;
@@ -734,7 +734,7 @@ ${markdownTable(["moment", "server RSS", "tree PSS", "server PSS", "decode proce
     memRow("1 s after the burst", after),
   ])}
 
-- Peak of the whole tree: **${peakMB.toFixed(0)} MB** against the README's "plan for ${EMBEDDED_PLAN_MB} MB" for the embedded default's process tree: ${peakMB <= EMBEDDED_PLAN_MB ? `**within** it (${((peakMB / EMBEDDED_PLAN_MB) * 100).toFixed(0)} %, ${(EMBEDDED_PLAN_MB - peakMB).toFixed(0)} MB to spare)` : `**over** it by ${(peakMB - EMBEDDED_PLAN_MB).toFixed(0)} MB`}. The peak row is the sample with the highest tree PSS; the server's own RSS peak (${MB(peakRss)}) may fall on another sample. The decode processes keep what they grew to until they exit, after 5 idle minutes (src/images/decoder.ts IDLE_EXIT_MS): the row after the burst. The README's figure was measured with uploads only (scripts/memory-plan.ts); AVIF variants grow the decode processes further.`);
+- Peak of the whole tree: **${peakMB.toFixed(0)} MB** against docs/operations.md's "plan for ${EMBEDDED_PLAN_MB} MB" for the embedded default's process tree: ${peakMB <= EMBEDDED_PLAN_MB ? `**within** it (${((peakMB / EMBEDDED_PLAN_MB) * 100).toFixed(0)} %, ${(EMBEDDED_PLAN_MB - peakMB).toFixed(0)} MB to spare)` : `**over** it by ${(peakMB - EMBEDDED_PLAN_MB).toFixed(0)} MB`}. The peak row is the sample with the highest tree PSS; the server's own RSS peak (${MB(peakRss)}) may fall on another sample. The decode processes keep what they grew to until they exit, after 5 idle minutes (src/images/decoder.ts IDLE_EXIT_MS): the row after the burst. That figure was measured with uploads only (scripts/memory-plan.ts); AVIF variants grow the decode processes further.`);
   log(`cell 4: peak tree PSS ${peakMB.toFixed(0)} MB, server RSS peak ${MB(peakRss)}`);
 
   // ================================================================ 5. thumbnails study

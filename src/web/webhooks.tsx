@@ -224,7 +224,7 @@ function SecretShown({ shown, area }: { shown: Secret; area: WebhookArea }) {
       <p class="muted small">
         Every delivery is signed as Standard Webhooks do it: the headers <code>webhook-id</code>, <code>webhook-timestamp</code> and{" "}
         <code>webhook-signature</code> (<code>v1,</code> and the base64 HMAC-SHA256 of <code>id.timestamp.body</code>, keyed with the base64-decoded part of the
-        secret after <code>whsec_</code>). A Standard Webhooks library checks it with this secret; the README's “Events” section shows how, and what each event
+        secret after <code>whsec_</code>). A Standard Webhooks library checks it with this secret; the image host's docs/webhooks.md shows how, and what each event
         holds. Deduplicate by <code>webhook-id</code>: a delivery may arrive more than once.
       </p>
       <p class="muted small">

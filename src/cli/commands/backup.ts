@@ -7,7 +7,7 @@ import { BackupError, createBackup, restoreBackup } from "../../services/backup/
 import { command, type CommandGroup, optionList } from "../command.ts";
 import { CliError } from "../errors.ts";
 
-const RECIPE = "On PostgreSQL (DATABASE_URL) back up with pg_dump and the storage's own tools: see 'Backups' in README.md.";
+const RECIPE = "On PostgreSQL (DATABASE_URL) back up with pg_dump and the storage's own tools: see docs/backups.md.";
 
 /** DATA_DIR and DATABASE_URL as the server reads them (the same validation). */
 function readEnv(): Env {
@@ -29,7 +29,7 @@ async function reported<T>(work: () => Promise<T>): Promise<T> {
 const megabytes = (bytes: number) => (bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
 
 export const backupCommands: CommandGroup = {
-  title: "Backups (DATA_DIR's embedded database and local uploads; with DATABASE_URL see README.md):",
+  title: "Backups (DATA_DIR's embedded database and local uploads; with DATABASE_URL see docs/backups.md):",
   commands: {
     create: command({
       usage: "<file>",

@@ -1,7 +1,7 @@
 /**
  * Backups of the embedded deployment: DATA_DIR's PostgreSQL and the objects of its local strategies, as one tar
- * archive (gzip when the file name ends in `.gz` or `.tgz`). On DATABASE_URL deployments the README's pg_dump
- * recipe applies instead.
+ * archive (gzip when the file name ends in `.gz` or `.tgz`). On DATABASE_URL deployments the pg_dump
+ * recipe of docs/backups.md applies instead.
  *
  * Consistency. `createBackup` reads every table of the `public` schema with `COPY … TO STDOUT` inside one
  * `REPEATABLE READ READ ONLY` transaction (one snapshot), then, still in it, copies the objects that the
