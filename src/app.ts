@@ -12,9 +12,9 @@ import { validationHook } from "./http/validation.ts";
 import { observeRequests } from "./http/observe.ts";
 import { resolveClientAddress } from "./http/auth.ts";
 import { internalActorOf } from "./http/internal-call.ts";
-import { registerApp } from "./http/app-registry.ts";
 import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
+import { buildServices, type Services } from "./services/index.ts";
 
 export const apiInfo = {
   title: "Image Hosting API",
@@ -68,14 +68,18 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
   return version === "3.1" ? app.getOpenAPI31Document(config) : app.getOpenAPIDocument(config);
 }
 
-export function createApp(deps: Deps) {
+/** The app for a set of dependencies; `services` are built from them unless given (server.ts shares its set with Bun's router). */
+export function createApp(deps: Deps, services: Services = buildServices(deps)) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const callApp = (path: string, init: RequestInit, env: unknown) => app.request(path, init, env);
   const authThrottle = new FailedAuthThrottle(deps.config.authFailures ?? defaultAuthFailureLimits);
   const uploadBodies = new UploadBodyGate({ ...defaultBodyGateLimits, ...deps.config.uploadBodies });
   const observe = observeRequests(deps);
 
   app.use("*", async (c, next) => {
     c.set("deps", deps);
+    c.set("services", services);
+    c.set("callApp", callApp);
     // first, before anything reads or re-creates the request (which loses its socket): who is on the other end
     const internalActor = internalActorOf(c.env);
     if (internalActor) c.set("internalActor", internalActor);
@@ -110,7 +114,6 @@ export function createApp(deps: Deps) {
   });
 
   registerRoutes(app);
-  registerApp(deps, app);
 
   let served: unknown;
   app.get("/api/v1/openapi.json", (c) => c.json((served ??= buildDocument(app, deps.config.baseUrl))));

@@ -2,7 +2,8 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { createApp } from "./app.ts";
-import { objectServerFor } from "./routes/site/serve-object.ts";
+import { objectHandler } from "./routes/site/serve-object.ts";
+import { buildServices } from "./services/index.ts";
 import { openDatabase, probeListen, resolveAdminToken } from "./bootstrap.ts";
 import { loadEnv, type Env } from "./env.ts";
 import { clientAddress } from "./http/auth.ts";
@@ -105,7 +106,8 @@ const deps = {
   log,
   pool: database.pool,
 };
-const app = createApp(deps);
+const services = buildServices(deps); // the composition root: createApp and Bun's router share this set
+const app = createApp(deps, services);
 
 // a stop signal from the moment the port may answer: one that comes while the workers below are still starting waits
 // for them, then stops everything (without a handler yet, SIGTERM would end the process at once, mid-start)
@@ -126,7 +128,7 @@ try {
     hostname: env.HOST,
     // image requests go straight to the object server (Bun's router, no middleware); everything else to the app
     routes: {
-      "/i/*": connections.wrap(observeObjects(deps, objectServerFor(deps), clientOf, { log: env.LOG_OBJECT_REQUESTS }), clientOf),
+      "/i/*": connections.wrap(observeObjects(deps, objectHandler(deps, services.objects), clientOf, { log: env.LOG_OBJECT_REQUESTS }), clientOf),
     },
     fetch: connections.wrap(app.fetch, clientOf),
     maxRequestBodySize: 1024 * 1024 * 1024,

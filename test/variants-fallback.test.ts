@@ -3,8 +3,8 @@ import { sql } from "drizzle-orm";
 import sharp from "sharp";
 import { responsiveSnippet } from "../src/http/responsive-snippet.ts";
 import { DecodeOverBudget, DecoderPool } from "../src/images/decoder.ts";
-import { FALLBACK_MAX_AGE } from "../src/routes/site/serve-object.ts";
-import { variantsFor } from "../src/services/variants.ts";
+import { servicesOf } from "../src/services/index.ts";
+import { FALLBACK_MAX_AGE } from "../src/services/serving/object-server.ts";
 import { decoders, imageWork } from "../src/services/work-queue.ts";
 import { AppError } from "../src/errors.ts";
 import { BASE_URL, createTestContext, quietly, type TestContext, type TestUser } from "./support/harness.ts";
@@ -45,7 +45,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   decoders.variant = realVariant;
-  await variantsFor(ctx.deps).settled();
+  await servicesOf(ctx.deps).variants.settled();
   await ctx.close();
 });
 
@@ -112,7 +112,7 @@ describe("a variant over the decode budget", () => {
         const revalidated = await get(`/i/${up.pathname}?w=320&format=avif`, { "if-none-match": `"${up.sha1}"` });
         expect(revalidated.status).toBe(304);
         expect(revalidated.headers.get("cache-control")).toBe(SHORT);
-        await variantsFor(ctx.deps).settled();
+        await servicesOf(ctx.deps).variants.settled();
       });
       expect(logged.some((r) => r.msg === "variant: not made now; a fallback is served" && r.cause === "over_budget")).toBe(true);
     } finally {
@@ -128,7 +128,7 @@ describe("a variant over the decode budget", () => {
     decodes = 0;
     await quietly(async () => {
       await expectFallback(await get(path), "image/jpeg", 1000, "first");
-      await variantsFor(ctx.deps).settled();
+      await servicesOf(ctx.deps).variants.settled();
     });
     expect(decodes).toBe(2);
     expect(await rowsOf(up.pathname)).toEqual([{ width: 320, format: "avif" }]);
@@ -153,14 +153,14 @@ describe("a variant over the decode budget", () => {
         const res = await get(auto, { accept: BROWSER_ACCEPT });
         await expectFallback(res, "image/webp", 640, "auto");
         expect(res.headers.get("vary")).toBe("Accept");
-        await variantsFor(ctx.deps).settled();
+        await servicesOf(ctx.deps).variants.settled();
       });
       // the request's generation, and the background's one retry of AVIF (WebP is stored: nothing more)
       expect(decodes).toBe(2);
       // remembered for the cost: asking again costs no decode, and still answers the WebP
       await quietly(async () => {
         for (let i = 0; i < 3; i++) await expectFallback(await get(auto, { accept: BROWSER_ACCEPT }), "image/webp", 640, `again ${i}`);
-        await variantsFor(ctx.deps).settled();
+        await servicesOf(ctx.deps).variants.settled();
       });
       expect(decodes).toBe(2);
     } finally {
@@ -176,7 +176,7 @@ describe("a variant over the decode budget", () => {
     try {
       await quietly(async () => {
         await expectFallback(await get(`/i/${up.pathname}?w=320&format=avif`), "image/jpeg", 800, "avif");
-        await variantsFor(ctx.deps).settled();
+        await servicesOf(ctx.deps).variants.settled();
       });
     } finally {
       mode = "real";
@@ -202,14 +202,14 @@ describe("other causes", () => {
         expect(res.headers.get("cache-control")).toBe(SHORT);
         expect(body.byteLength).toBe(Math.floor(bytes.length * 0.6));
       }
-      await variantsFor(ctx.deps).settled();
+      await servicesOf(ctx.deps).variants.settled();
     });
     expect(decodes).toBe(1);
     expect(await rowsOf(up.pathname)).toEqual([]);
   });
 
   test("a throttled address (its cold budget spent) gets the original, briefly cached, and starts no generation", async () => {
-    const variants = variantsFor(ctx.deps);
+    const variants = servicesOf(ctx.deps).variants;
     const saved = variants.budget.perMinute;
     variants.budget.perMinute = 1;
     try {
@@ -224,7 +224,7 @@ describe("other causes", () => {
         if (address.endsWith("?w=160&format=avif")) await expectFallback(await get(address, {}, ip), "image/webp", 160, address);
         else await expectFallback(await get(address, {}, ip), "image/jpeg", 900, address);
       }
-      await variantsFor(ctx.deps).settled();
+      await servicesOf(ctx.deps).variants.settled();
       expect(decodes).toBe(0);
       expect(await rowsOf(up.pathname)).toEqual([{ width: 160, format: "webp" }]);
       // another address is not throttled
@@ -245,7 +245,7 @@ describe("other causes", () => {
     } finally {
       imageWork.run = run;
     }
-    await variantsFor(ctx.deps).settled();
+    await servicesOf(ctx.deps).variants.settled();
     expect(await rowsOf(up.pathname)).toEqual([]);
     const next = await get(`/i/${up.pathname}?w=320&format=avif`);
     expect(next.headers.get("content-type")).toBe("image/avif");

@@ -4,7 +4,7 @@ import { sql } from "drizzle-orm";
 import sharp from "sharp";
 import { DecoderPool } from "../src/images/decoder.ts";
 import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
-import { variantsFor } from "../src/services/variants.ts";
+import { servicesOf } from "../src/services/index.ts";
 import { decoders } from "../src/services/work-queue.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { type LocalS3, startLocalS3 } from "./support/s3rver.ts";
@@ -147,7 +147,7 @@ describe("variants on an S3 strategy", () => {
       expect(first.headers.get("location")).toBe(d.url);
       expect(first.headers.get("cache-control")).toBe("public, max-age=60");
       expect(first.headers.get("vary")).toBe("Accept");
-      await variantsFor(ctx.deps).settled();
+      await servicesOf(ctx.deps).variants.settled();
       expect(calls).toBe(2);
       const later = await ask();
       expect(later.status).toBe(302);

@@ -5,7 +5,8 @@ import { sql } from "drizzle-orm";
 import sharp from "sharp";
 import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
-import { COLD_PER_MINUTE, LADDER, parseVariantQuery, variantsFor } from "../src/services/variants.ts";
+import { servicesOf } from "../src/services/index.ts";
+import { COLD_PER_MINUTE, LADDER, parseVariantQuery } from "../src/services/variants.ts";
 import { decoders } from "../src/services/work-queue.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg } from "./support/images.ts";
@@ -268,7 +269,7 @@ describe("made once", () => {
 
 describe("cost for strangers", () => {
   test("a flood of cold variants from one address: after the budget, the original (briefly cached) and nothing made; cached ones and other addresses still served", async () => {
-    const variants = variantsFor(ctx.deps);
+    const variants = servicesOf(ctx.deps).variants;
     const saved = variants.budget.perMinute;
     variants.budget.perMinute = 4; // the default (30 a minute) works the same way; 4 keeps the test fast
     try {
@@ -433,7 +434,7 @@ describe("cached variants are served like originals", () => {
         expect(res.headers.get("cache-control")).toBe("public, max-age=60");
         expect(Buffer.from(body).equals(Buffer.from(damaged))).toBe(true);
       }
-      await variantsFor(ctx.deps).settled();
+      await servicesOf(ctx.deps).variants.settled();
       expect(decodes).toBe(1);
       expect(await rowsOf(up)).toEqual([]);
     } finally {

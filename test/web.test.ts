@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { main } from "../src/cli/index.ts";
 import { sessions, tokens, users } from "../src/db/schema.ts";
-import { lookupCacheFor } from "../src/services/lookup-cache.ts";
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from "../src/services/sessions.ts";
 import { sha256Hex } from "../src/services/secrets.ts";
 import { humanBytes } from "../src/web/layout.tsx";
@@ -15,6 +14,7 @@ import { ADMIN_TOKEN, BASE_URL, createTestContext, type TestContext } from "./su
 import { makeImage } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";
 import { visitorClass } from "./support/visitor.ts";
+import { servicesOf } from "../src/services/index.ts";
 
 let ctx: TestContext;
 let png: Uint8Array;
@@ -749,6 +749,6 @@ describe("administration of the user center", () => {
     const res = await visitor.post(`/user/tokens/${user.token.split("|")[0]}/revoke`, { confirmed: "1" });
     expect(res.status).toBe(303);
     expectStatus(await profileWith(user.token), 401);
-    lookupCacheFor(ctx.deps).clear();
+    servicesOf(ctx.deps).lookups.clear();
   });
 });

@@ -12,7 +12,8 @@ import postgres from "postgres";
 import { createApp } from "../../src/app.ts";
 import * as schema from "../../src/db/schema.ts";
 import type { Deps } from "../../src/deps.ts";
-import { objectServerFor } from "../../src/routes/site/serve-object.ts";
+import { objectHandler } from "../../src/routes/site/serve-object.ts";
+import { buildServices } from "../../src/services/index.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";
 
 export interface StatementJob {
@@ -50,8 +51,9 @@ async function count(job: StatementJob): Promise<StatementResult> {
     config: { baseUrl: base, dataDir: job.dataDir, adminToken: job.adminToken, trustedProxies: 0 },
     clock: () => new Date(),
   };
-  const app = createApp(deps);
-  server.reload({ routes: { "/i/*": objectServerFor(deps) }, fetch: app.fetch });
+  const services = buildServices(deps);
+  const app = createApp(deps, services);
+  server.reload({ routes: { "/i/*": objectHandler(deps, services.objects) }, fetch: app.fetch });
   try {
     const adminCall = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${base}${path}`, {

@@ -184,7 +184,8 @@ async function countStatements(job: StmtJob): Promise<StmtResult> {
   const { createApp } = await import("../../src/app.ts");
   const { openDatabase } = await import("../../src/bootstrap.ts");
   const { loadEnv } = await import("../../src/env.ts");
-  const { objectServerFor } = await import("../../src/routes/site/serve-object.ts");
+  const { objectHandler } = await import("../../src/routes/site/serve-object.ts");
+  const { buildServices } = await import("../../src/services/index.ts");
   const { StorageRegistry } = await import("../../src/storage/index.ts");
   const { startQueue } = await import("../../src/webhooks/queue.ts");
   const { resolveWebhookKey, secretBox } = await import("../../src/webhooks/secret-box.ts");
@@ -224,8 +225,9 @@ async function countStatements(job: StmtJob): Promise<StmtResult> {
   const storage = new StorageRegistry({ dataDir: job.dataDir, baseUrl: base });
   const appDeps: Deps = { db: drizzle(appClient, { schema }) as unknown as Deps["db"], storage, config, clock: () => new Date() };
   const taskDeps: Deps = { db: drizzle(taskClient, { schema }) as unknown as Deps["db"], storage, config, clock: () => new Date() };
-  const app = createApp(appDeps);
-  server.reload({ routes: { "/i/*": objectServerFor(appDeps) }, fetch: app.fetch });
+  const services = buildServices(appDeps);
+  const app = createApp(appDeps, services);
+  server.reload({ routes: { "/i/*": objectHandler(appDeps, services.objects) }, fetch: app.fetch });
   const receiver = new Receiver();
   const queue = await startQueue(taskDeps, connection, { concurrency: WEBHOOK_CONCURRENCY_DEFAULT });
   try {

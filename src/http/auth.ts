@@ -5,13 +5,14 @@ import { getSettings, type Settings } from "../db/repositories/settings.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { User } from "../db/repositories/users.ts";
 import type { Deps } from "../deps.ts";
-import { lookupCacheFor, usableStrategiesOf } from "../services/lookup-cache.ts";
+import { usableStrategiesOf } from "../services/lookup-cache.ts";
 import { AppError, forbidden, unauthorized } from "../errors.ts";
 import { sameSecretHash, sha256Hex } from "../services/secrets.ts";
 import { noteTokenUse } from "../services/tokens.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
 import type { AppEnv, RequestEnv, UserEnv } from "./types.ts";
 import { INT4_MAX } from "./validation.ts";
+import { servicesOf } from "../services/index.ts";
 
 export interface AccessRule {
   /** Temporary upload tokens are accepted (POST /upload only). */
@@ -48,7 +49,7 @@ export function accountGate(user: User, group: Group) {
 }
 
 /** The settings row, kept for at most the lookup cache's bound like every other authentication lookup. */
-export const currentSettings = (deps: Deps) => lookupCacheFor(deps).remember("settings", () => getSettings(deps.db));
+export const currentSettings = (deps: Deps) => servicesOf(deps).lookups.remember("settings", () => getSettings(deps.db));
 
 /**
  * Contract section 5, in order: the site-wide switch (403) first; then a present credential must be
@@ -59,7 +60,7 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller>;
 export async function authenticate(deps: Deps, token: string | null, rule: AccessRule): Promise<Caller> {
   // both lookups at once, each kept for at most LOOKUP_CACHE_MS; the switch still decides first
-  const cache = lookupCacheFor(deps);
+  const cache = servicesOf(deps).lookups;
   const [settings, found] = await Promise.all([
     currentSettings(deps),
     token === null ? null : cache.remember(`token:${sha256Hex(token)}`, () => lookupToken(deps, token)),

@@ -2,10 +2,10 @@ import type { Context } from "hono";
 import { matchedRoutes } from "hono/route";
 import type { Deps } from "../deps.ts";
 import { defaultLogger, type Logger, withLogger } from "../observability/log.ts";
-import { metricsFor } from "../observability/metrics.ts";
 import type { Caller } from "../services/caller.ts";
 import { clientIp } from "./auth.ts";
 import type { AppEnv, RequestEnv } from "./types.ts";
+import { servicesOf } from "../services/index.ts";
 
 /** Probes polled by load balancers and scrapers: logged at debug, not info, so they do not drown the access log. */
 const PROBES = new Set(["/health", "/health/ready", "/metrics"]);
@@ -30,7 +30,7 @@ const methodLabel = (method: string) => (METHODS.has(method) ? method : "other")
 /** The access-log line and the request metrics of one answered request. */
 export function recordRequest(deps: Deps, log: Logger, facts: RequestFacts) {
   const seconds = (performance.now() - facts.startedAt) / 1000;
-  const metrics = metricsFor(deps);
+  const metrics = servicesOf(deps).metrics;
   const method = methodLabel(facts.method);
   metrics.requests.inc({ route: facts.route, method, status: facts.status });
   metrics.requestDuration.observe({ route: facts.route, method }, seconds);
@@ -129,7 +129,7 @@ export function observeObjects<S>(
   options: { log: boolean } = { log: true },
 ): (request: Request, server: S) => Promise<Response> {
   const root = deps.log ?? defaultLogger();
-  const metrics = metricsFor(deps);
+  const metrics = servicesOf(deps).metrics;
   const series = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
   const seriesOf = (method: string, status: number) => {
     const key = `${method} ${status}`;

@@ -1,6 +1,7 @@
 import type { Deps } from "../deps.ts";
 import type { Actor } from "../services/audit.ts";
 import type { Caller, UserCaller } from "../services/caller.ts";
+import type { Services } from "../services/index.ts";
 import type { UploadBodyGate } from "./body-gate.ts";
 import type { FailedAuthThrottle } from "./throttle.ts";
 
@@ -8,6 +9,10 @@ import type { FailedAuthThrottle } from "./throttle.ts";
 export type RequestEnv = {
   Variables: {
     deps: Deps;
+    /** The app's services (services/index.ts buildServices). */
+    services: Services;
+    /** Calls this same app in-process (an admin page's call of the admin API: web/admin/api.ts). */
+    callApp: (path: string, init: RequestInit, env: unknown) => Response | Promise<Response>;
     requestId: string;
     authThrottle: FailedAuthThrottle;
     uploadBodies: UploadBodyGate;

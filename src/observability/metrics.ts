@@ -3,8 +3,6 @@
  * Names follow Prometheus conventions: `imagehost_` prefix, base units (seconds, bytes), `_total` for counters.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Deps } from "../deps.ts";
-import { perDeps } from "../services/per-deps.ts";
 
 /** Why an upload was refused: the steps of services/upload.ts that can say no, plus the gates before it. */
 export const REFUSAL_REASONS = [
@@ -143,5 +141,3 @@ export class Metrics {
   }
 }
 
-/** The metrics of an app (one set per set of dependencies). */
-export const metricsFor = perDeps((deps: Deps) => new Metrics({ pool: deps.pool }));

@@ -5,8 +5,8 @@ import { images, users } from "../db/schema.ts";
 import { removeImage } from "./delete.ts";
 import { emitUserDisabled } from "./events.ts";
 import { revokeAllTokensOf } from "./tokens.ts";
-import { lookupCacheFor } from "./lookup-cache.ts";
 import { finishRemovals } from "./removals.ts";
+import { servicesOf } from "./index.ts";
 
 /** Images removed per transaction while an account is deleted. */
 const BATCH = 200;
@@ -30,7 +30,7 @@ export async function deleteUserAndImages(deps: Deps, userId: number): Promise<{
     return true;
   });
   if (!found) return null;
-  lookupCacheFor(deps).clear();
+  servicesOf(deps).lookups.clear();
   let removed = 0;
   for (;;) {
     const { queued, count } = await db.transaction(async (tx) => {
@@ -51,6 +51,6 @@ export async function deleteUserAndImages(deps: Deps, userId: number): Promise<{
     });
     if (gone) break;
   }
-  lookupCacheFor(deps).clear();
+  servicesOf(deps).lookups.clear();
   return { images: removed };
 }

@@ -7,8 +7,8 @@ import { emitEvent, imageEventData } from "../webhooks/events.ts";
 import type { RemovalReason } from "../db/schema.ts";
 import type { Tx } from "../db/client.ts";
 import { notFound } from "../errors.ts";
-import { lookupCacheFor } from "./lookup-cache.ts";
 import { finishRemovals } from "./removals.ts";
+import { servicesOf } from "./index.ts";
 
 /**
  * In the caller's transaction: deletes the record, releases quota and capacity, and queues the removal of its object,
@@ -59,7 +59,7 @@ export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string
     return removeImage(deps, tx, image);
   });
   // the freed quota: the next automatic upload here prefers that strategy again at once (contract 4.2, rule 2)
-  lookupCacheFor(deps).forget("strategies:");
+  servicesOf(deps).lookups.forget("strategies:");
   // the object server checks the file on every request: once it is gone, no instance serves the image
   await finishRemovals(deps, queued);
 }

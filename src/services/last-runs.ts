@@ -1,5 +1,5 @@
 import type { Deps } from "../deps.ts";
-import { perDeps } from "./per-deps.ts";
+import { servicesOf } from "./index.ts";
 
 /** The last run of a background job on this instance, for the admin overview (issue 18). */
 export interface LastRun {
@@ -11,7 +11,5 @@ export interface LastRun {
 
 export type Job = "sweeper" | "reconciler";
 
-const runs = perDeps(() => new Map<Job, LastRun>());
-
-export const recordRun = (deps: Deps, job: Job, run: LastRun) => runs(deps).set(job, run);
-export const lastRun = (deps: Deps, job: Job): LastRun | null => runs(deps).get(job) ?? null;
+export const recordRun = (deps: Deps, job: Job, run: LastRun) => servicesOf(deps).lastRuns.set(job, run);
+export const lastRun = (deps: Deps, job: Job): LastRun | null => servicesOf(deps).lastRuns.get(job) ?? null;

@@ -1,6 +1,6 @@
 import { listUsableStrategies } from "../db/repositories/strategies.ts";
 import type { Deps } from "../deps.ts";
-import { perDeps } from "./per-deps.ts";
+import { servicesOf } from "./index.ts";
 
 /** How stale a kept lookup may be: a revoked token, a disabled account or group, the API switch, a strategy's settings take effect on every instance within this bound. */
 export const LOOKUP_CACHE_MS = 1000;
@@ -39,8 +39,6 @@ export class LookupCache {
   }
 }
 
-export const lookupCacheFor = perDeps(() => new LookupCache());
-
 /** A group's usable strategies in group order, kept like the other lookups (a delete forgets them, so freed quota counts at once). */
 export const usableStrategiesOf = (deps: Deps, groupId: number) =>
-  lookupCacheFor(deps).remember(`strategies:${groupId}`, () => listUsableStrategies(deps.db, groupId));
+  servicesOf(deps).lookups.remember(`strategies:${groupId}`, () => listUsableStrategies(deps.db, groupId));

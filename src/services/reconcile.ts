@@ -6,10 +6,10 @@ import { listStrategies, type Strategy } from "../db/repositories/strategies.ts"
 import type { Deps } from "../deps.ts";
 import { defaultLogger, type Logger, withLogger } from "../observability/log.ts";
 import { recordRun } from "./last-runs.ts";
-import { metricsFor } from "../observability/metrics.ts";
 import type { LocationIdentity, Relation, Storage, StoredObject } from "../storage/index.ts";
 import { describeIdentity, relate, translatePath } from "../storage/location.ts";
 import { isMarkerPath, MARKER, readMarker, writeMarker, writeUnknownMarker } from "../storage/marker.ts";
+import { servicesOf } from "./index.ts";
 
 /**
  * How old an object without a record must be before it counts as an orphan. An upload writes its objects
@@ -211,7 +211,7 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
   });
   report.skipped = !ran;
   report.durationMs = deps.clock().getTime() - startedAt.getTime();
-  metricsFor(deps).reconcilerOrphans.inc(report.locations.reduce((n, l) => n + l.orphansFound, 0));
+  servicesOf(deps).metrics.reconcilerOrphans.inc(report.locations.reduce((n, l) => n + l.orphansFound, 0));
   recordRun(deps, "reconciler", { at: startedAt, durationMs: report.durationMs, ok: report.locations.every((l) => l.errors.length === 0), summary: summarise(report) });
   return report;
 }

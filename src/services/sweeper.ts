@@ -8,7 +8,7 @@ import { pruneDeadTokens } from "./tokens.ts";
 import { pruneDeliveries } from "./webhooks.ts";
 import { defaultLogger, logFor, withLogger } from "../observability/log.ts";
 import { recordRun } from "./last-runs.ts";
-import { metricsFor } from "../observability/metrics.ts";
+import { servicesOf } from "./index.ts";
 
 /**
  * Removes images past expired_at (record, quota, capacity; objects queued as pending removals), one transaction
@@ -57,7 +57,7 @@ async function sweep(deps: Deps, max: number): Promise<number> {
     removed++;
   }
   if (removed > 0) {
-    metricsFor(deps).sweeperRemoved.inc(removed);
+    servicesOf(deps).metrics.sweeperRemoved.inc(removed);
     logFor(deps).info({ removed }, `removed ${removed} expired images`);
   }
   await pruneLimits(deps.db, now);

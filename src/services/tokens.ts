@@ -16,7 +16,7 @@ import type { Deps } from "../deps.ts";
 import { AppError, badRequest, unauthorized } from "../errors.ts";
 import type { UserCaller } from "./caller.ts";
 import { emitTokensRevoked } from "./events.ts";
-import { perDeps } from "./per-deps.ts";
+import { servicesOf } from "./index.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
 
 /**
@@ -178,7 +178,6 @@ export const pruneDeadTokens = (db: Executor, now: Date) => deleteDeadTokens(db,
 /** How often a token's last use is written: at most once a minute per token and instance. */
 export const TOKEN_USE_INTERVAL_MS = 60_000;
 const MAX_REMEMBERED = 100_000;
-const notedFor = perDeps(() => new Map<number, number>());
 
 /**
  * Records a token's use (shown as "last used" on the API Tokens page) without slowing the call: at most once a
@@ -186,7 +185,7 @@ const notedFor = perDeps(() => new Map<number, number>());
  * cost one no-op UPDATE each. A failed write is only a less precise "last used": it is dropped.
  */
 export function noteTokenUse(deps: Deps, tokenId: number) {
-  const seen = notedFor(deps);
+  const seen = servicesOf(deps).tokenUses;
   const now = deps.clock();
   const at = seen.get(tokenId);
   if (at !== undefined && now.getTime() - at < TOKEN_USE_INTERVAL_MS) return;

@@ -21,7 +21,8 @@ import { reviewContent } from "./review.ts";
 import { usableStrategiesOf } from "./lookup-cache.ts";
 import { randomToken } from "./secrets.ts";
 import { type Logger, logFor } from "../observability/log.ts";
-import { metricsFor, type RefusalReason, tagRefusal } from "../observability/metrics.ts";
+import { type RefusalReason, tagRefusal } from "../observability/metrics.ts";
+import { servicesOf } from "./index.ts";
 
 export interface UploadInput {
   caller: Caller;
@@ -114,7 +115,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
   const { caller } = input;
   const group = caller.group;
   const now = deps.clock();
-  const metrics = metricsFor(deps);
+  const metrics = servicesOf(deps).metrics;
   let step: RefusalReason = "format";
   try {
     const upload = checkFormat(group, input.file);

@@ -8,7 +8,6 @@ import { DecodeFailed, DecodeOverBudget } from "../images/decoder.ts";
 import { type Storage, StorageError } from "../storage/index.ts";
 import { logFor } from "../observability/log.ts";
 import { addressBucket } from "./address.ts";
-import { perDeps } from "./per-deps.ts";
 import { leaseUploadObjects } from "./removals.ts";
 import { randomToken } from "./secrets.ts";
 import { decoders, imageWork } from "./work-queue.ts";
@@ -406,4 +405,3 @@ async function readOriginal(deps: Deps, strategyId: number, storage: Storage, pa
   }
 }
 
-export const variantsFor = perDeps((deps) => new Variants(deps));

@@ -21,12 +21,12 @@ import { AppError, notFound } from "../errors.ts";
 import { FailedAuthThrottle, type ThrottleLimits } from "../http/throttle.ts";
 import { formatUtc } from "../http/time.ts";
 import { INT4_MAX } from "../http/validation.ts";
-import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from "../services/passwords.ts";
 import { changeOwnPassword, describeUserAgent, endSession, endSessionOfUser, endSessionsOfUser, liveSessionsOf } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
 import { Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
 import { BASE, clearSessionCookie, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
+import { servicesOf } from "../services/index.ts";
 
 /** Wrong current passwords per account on these forms: 5 at once, then one a minute (a stolen session cannot guess on). */
 export const PASSWORD_CHANGE_FAILURES: ThrottleLimits = { burst: 5, perMinute: 1 };
@@ -341,7 +341,7 @@ export function register(web: Hono<WebEnv>) {
     const passwordHash = await hashPassword(next);
     const { tokensRevoked } = await changeOwnPassword(deps.db, { userId: user.id, sessionId: session.id, passwordHash, revokeTokens, now: deps.clock() });
     // the revoked tokens are refused at once on this instance, within the lookup cache's bound (1 s) on the others
-    if (revokeTokens) lookupCacheFor(deps).forget("token:");
+    if (revokeTokens) servicesOf(deps).lookups.forget("token:");
     const notice = revokeTokens
       ? `Your password was changed, you were signed out everywhere else, and ${tokensRevoked === 1 ? "1 API token was" : `${tokensRevoked} API tokens were`} revoked.`
       : "Your password was changed, and you were signed out everywhere else.";
@@ -355,13 +355,13 @@ export function register(web: Hono<WebEnv>) {
     const id = sessionIdOf(c.req.param("id"));
     if (id === session.id) {
       await endSession(deps.db, session.id);
-      lookupCacheFor(deps).forget("token:");
+      servicesOf(deps).lookups.forget("token:");
       clearSessionCookie(c);
       return c.redirect(`${BASE}/login?signed_out`, 303);
     }
     if (!(id > 0 && (await endSessionOfUser(deps.db, user.id, id)))) throw notFound("There is no such session: it may have ended already.");
     // its upload tokens went with it: this instance refuses them at once, the others within 1 s
-    lookupCacheFor(deps).forget("token:");
+    servicesOf(deps).lookups.forget("token:");
     return c.redirect(`${BASE}/account?ended`, 303);
   });
 
@@ -369,7 +369,7 @@ export function register(web: Hono<WebEnv>) {
     const deps = c.get("deps");
     const { user, session } = c.get("signedIn");
     await endSessionsOfUser(deps.db, user.id, session.id);
-    lookupCacheFor(deps).forget("token:");
+    servicesOf(deps).lookups.forget("token:");
     return c.redirect(`${BASE}/account?ended_all`, 303);
   });
 }

@@ -4,7 +4,6 @@ import { findUserForSignIn } from "../db/repositories/sessions.ts";
 import { AppError } from "../errors.ts";
 import { accountGate, addressBucket, clientIp, currentSettings, siteGate } from "../http/auth.ts";
 import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../http/throttle.ts";
-import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { endSession, isFormTokenOf, resolveSession, startSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
@@ -21,6 +20,7 @@ import {
   setSessionCookie,
   type WebEnv,
 } from "./session.ts";
+import { servicesOf } from "../services/index.ts";
 
 /**
  * Failed sign-ins per login, whatever the address: 10 at once, then one every 30 seconds. With the per-address
@@ -162,7 +162,7 @@ export function register(web: Hono<WebEnv>) {
         if (!fromThisSite(c) || !isFormTokenOf(secret, formField(await readForm(c), FORM_TOKEN_FIELD))) throw crossSite();
         await endSession(deps.db, found.session.id);
         // the page's upload tokens went with the session: this instance refuses them at once, the others within 1 s
-        lookupCacheFor(deps).forget("token:");
+        servicesOf(deps).lookups.forget("token:");
       }
       clearSessionCookie(c);
     }

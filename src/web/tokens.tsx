@@ -9,12 +9,12 @@ import { AppError, notFound } from "../errors.ts";
 import { formatUtc } from "../http/time.ts";
 import { fieldErrors } from "../http/validation.ts";
 import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
-import { lookupCacheFor } from "../services/lookup-cache.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken, revokeOwnToken } from "../services/tokens.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, readForm } from "./form.ts";
 import { CopyButton, Field, FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
+import { servicesOf } from "../services/index.ts";
 
 const MAX_LABEL = 100;
 const Label = z
@@ -296,7 +296,7 @@ export function register(web: Hono<WebEnv>) {
       throw notFound("Token not found.");
     }
     // this instance refuses it at once; the others within the lookup cache's bound (1 s)
-    lookupCacheFor(deps).forget("token:");
+    servicesOf(deps).lookups.forget("token:");
     return c.redirect(`${BASE}/tokens?revoked`, 303);
   });
 }

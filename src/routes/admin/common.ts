@@ -2,7 +2,6 @@ import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bearerToken, clientIp, guardedAuth } from "../../http/auth.ts";
 import { auditDetail, TOKEN_ACTOR, writeAudit } from "../../services/audit.ts";
-import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
 import { METADATA_POLICIES } from "../../images/metadata.ts";
@@ -11,6 +10,7 @@ import { GROUP_STRATEGIES_MAX } from "../../db/repositories/strategies.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX, intField } from "../../http/validation.ts";
+import { servicesOf } from "../../services/index.ts";
 
 
 /**
@@ -38,7 +38,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   if (!changes) return;
   // settings, users, groups, strategies and tokens decide authentication: this instance sees a change at once
-  lookupCacheFor(deps).clear();
+  servicesOf(deps).lookups.clear();
   if (c.res.status >= 400) return;
   const route = c.req.routePath.replace(/:(\w+)/g, "{$1}");
   await writeAudit(deps.db, {

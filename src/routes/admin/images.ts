@@ -15,9 +15,9 @@ import { dateTime, EmptyResponse, envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX, intField } from "../../http/validation.ts";
 import { deleteImage, removeImage } from "../../services/delete.ts";
-import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { finishRemovals } from "../../services/removals.ts";
 import { adminRoute, pageFields, pageOf } from "./common.ts";
+import { servicesOf } from "../../services/index.ts";
 
 /** The page size of the list: at most 100 images (their thumbnails) a page. */
 export const ADMIN_IMAGES_PER_PAGE = { default: 30, max: 100 } as const;
@@ -164,7 +164,7 @@ export async function deleteAnyImage(deps: Deps, keyOrName: string): Promise<boo
     return image ? removeImage(deps, tx, image) : null;
   });
   if (queued === null) return false;
-  lookupCacheFor(deps).forget("strategies:");
+  servicesOf(deps).lookups.forget("strategies:");
   await finishRemovals(deps, queued);
   return true;
 }

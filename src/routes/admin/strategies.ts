@@ -8,7 +8,7 @@ import { fieldErrors } from "../../http/validation.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { logFor } from "../../observability/log.ts";
 import { localConfigSchema, s3ConfigSchema } from "../../storage/index.ts";
-import { PROBE_REASONS, type ProbeFailure, probe } from "../site/health.ts";
+import { PROBE_REASONS, type ProbeFailure, probe } from "../../services/readiness.ts";
 import { AdminStrategy, adminRoute, idParam, jsonBody, pageFields, pageOf, pageQuery, StrategyInput } from "./common.ts";
 
 const StrategyResponse = envelope(AdminStrategy, "AdminStrategyResponse");

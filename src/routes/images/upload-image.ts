@@ -12,7 +12,8 @@ import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
 import { AppError, badRequest, validationError } from "../../errors.ts";
 import { subjectOf, takeUploadSlot, uploadImage } from "../../services/upload.ts";
-import { metricsFor, refusalReason, tagRefusal } from "../../observability/metrics.ts";
+import { refusalReason, tagRefusal } from "../../observability/metrics.ts";
+import { servicesOf } from "../../services/index.ts";
 
 const uploadAccess = { temporary: true, guest: true };
 /** Multipart headers and the small fields around the file. */
@@ -68,7 +69,7 @@ function withTokenFieldHint(e: unknown): unknown {
 /** Counts the refused uploads by reason, whatever step refused them (the gates here, or the service's checks). */
 const countRefusals: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
-  if (c.res.status >= 400) metricsFor(c.get("deps")).uploadsRefused.inc({ reason: refusalReason(c.error, c.res.status) });
+  if (c.res.status >= 400) servicesOf(c.get("deps")).metrics.uploadsRefused.inc({ reason: refusalReason(c.error, c.res.status) });
 };
 
 /** A header credential is checked before the body is read; without one the body's `token` field may carry it. */

@@ -3,8 +3,8 @@ import type { Context } from "hono";
 import { failure } from "../../http/envelope.ts";
 import { socketAddress } from "../../http/auth.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { metricsFor } from "../../observability/metrics.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";
+import { servicesOf } from "../../services/index.ts";
 
 const LOOPBACK = /^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|::1|::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3})$/;
 const FORWARDED = ["x-forwarded-for", "forwarded", "x-real-ip"];
@@ -35,7 +35,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       if (allowed.status === 401) c.header("WWW-Authenticate", 'Bearer realm="metrics"');
       return c.json(failure(allowed.message), allowed.status);
     }
-    const metrics = metricsFor(c.get("deps"));
+    const metrics = servicesOf(c.get("deps")).metrics;
     metrics.enableProcessMetrics();
     c.header("Cache-Control", "no-store");
     return c.body(await metrics.registry.metrics(), 200, { "content-type": metrics.registry.contentType });

@@ -5,7 +5,6 @@
  * not throttled as an address, and the audit log shows the administrator's own address.
  */
 import type { Context } from "hono";
-import { appOf } from "../../http/app-registry.ts";
 import { clientIp } from "../../http/auth.ts";
 import { internalCall } from "../../http/internal-call.ts";
 import type { SignedInEnv } from "../session.ts";
@@ -20,12 +19,11 @@ export interface ApiAnswer<T = any> {
 }
 
 export async function adminApi<T = any>(c: Context<SignedInEnv>, method: string, path: string, body?: unknown): Promise<ApiAnswer<T>> {
-  const deps = c.get("deps");
   const { user } = c.get("signedIn");
   const headers: Record<string, string> = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   const actor = internalCall({ userId: user.id, label: `${user.username} (user ${user.id})`, ip: clientIp(c) });
-  const res = await appOf(deps).request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, actor);
+  const res = await c.get("callApp")(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, actor);
   const json = (await res.json().catch(() => null)) as { status?: boolean; message?: string; data?: T; errors?: Record<string, string[]> } | null;
   return { status: res.status, ok: res.ok && json?.status === true, message: json?.message ?? res.statusText, data: json?.data as T, errors: json?.errors ?? {} };
 }

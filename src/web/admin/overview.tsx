@@ -9,12 +9,11 @@ import type { Db } from "../../db/client.ts";
 import { images, strategies, users } from "../../db/schema.ts";
 import type { Deps } from "../../deps.ts";
 import { formatUtc } from "../../http/time.ts";
-import { checkReadiness } from "../../routes/site/health.ts";
 import { lastRun, type LastRun } from "../../services/last-runs.ts";
-import { lookupCacheFor } from "../../services/lookup-cache.ts";
 import { humanBytes } from "../layout.tsx";
 import { requireAdminSession, type WebEnv } from "../session.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
+import { servicesOf } from "../../services/index.ts";
 
 const DAYS = 30;
 
@@ -115,12 +114,10 @@ function RunLine({ label, run }: { label: string; run: LastRun | null }) {
   );
 }
 
-const readinessOf = (deps: Deps) => lookupCacheFor(deps).remember("readiness", () => checkReadiness(deps));
-
 export function register(web: Hono<WebEnv>) {
   web.get("/admin", requireAdminSession, async (c) => {
     const deps = c.get("deps");
-    const [f, readiness] = await Promise.all([figures(deps.db, deps.clock()), readinessOf(deps)]);
+    const [f, readiness] = await Promise.all([figures(deps.db, deps.clock()), c.get("services").readiness.check()]);
     const database = deps.config.database;
     return c.html(
       <AdminLayout title="Administration" signedIn={c.get("signedIn")} section="overview">
