@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { intField } from "./validation.ts";
 
 export const dateTime = z
   .string()
@@ -136,3 +137,17 @@ export const ImagePage = z
 
 /** A success without a payload. */
 export const EmptyResponse = envelope(z.null(), "EmptyResponse");
+
+/** The body of POST /api/v1/images/tokens (JSON or a form); the user center's token form reads it too. */
+export const TemporaryTokenRequest = z
+  .object({
+    num: intField(1, 100).openapi({ type: "integer", minimum: 1, maximum: 100, description: "Number of tokens to create", example: 5 }),
+    seconds: intField(1, 2626560).openapi({
+      type: "integer",
+      minimum: 1,
+      maximum: 2626560,
+      description: "Validity in seconds (about 30.4 days at most)",
+      example: 3600,
+    }),
+  })
+  .openapi("TemporaryTokenRequest");

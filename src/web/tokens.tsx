@@ -8,7 +8,7 @@ import { findTokenWithOwner, listActiveTokensForOwner } from "../db/repositories
 import { AppError, notFound } from "../errors.ts";
 import { formatUtc } from "../http/time.ts";
 import { fieldErrors } from "../http/validation.ts";
-import { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";
+import { TemporaryTokenRequest } from "../http/schemas.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken, revokeOwnToken } from "../services/tokens.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, readForm } from "./form.ts";

@@ -2,24 +2,11 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireUser } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse, retryAfter } from "../../http/responses.ts";
-import { envelope, TemporaryToken } from "../../http/schemas.ts";
+import { envelope, TemporaryToken, TemporaryTokenRequest } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { intField, readFields, validate } from "../../http/validation.ts";
+import { readFields, validate } from "../../http/validation.ts";
 import { issueTemporaryTokens, TOKEN_LIMITS } from "../../services/tokens.ts";
-
-export const TemporaryTokenRequest = z
-  .object({
-    num: intField(1, 100).openapi({ type: "integer", minimum: 1, maximum: 100, description: "Number of tokens to create", example: 5 }),
-    seconds: intField(1, 2626560).openapi({
-      type: "integer",
-      minimum: 1,
-      maximum: 2626560,
-      description: "Validity in seconds (about 30.4 days at most)",
-      example: 3600,
-    }),
-  })
-  .openapi("TemporaryTokenRequest");
 
 const bodyRef = { $ref: "#/components/schemas/TemporaryTokenRequest" };
 
