@@ -86,7 +86,7 @@ try {
   await page.setViewportSize({ width: VIEWPORT.width, height: 1000 });
   await page.goto(`${origin}/user/images`);
   await page.locator(".grid .image").nth(files.length - 1).waitFor();
-  await page.evaluate(() => Promise.all([...document.images].map((i) => (i.complete ? null : new Promise((r) => (i.onload = i.onerror = r))))));
+  await page.evaluate(() => Promise.all(Array.from(document.images, (i) => (i.complete ? null : new Promise((r) => (i.onload = i.onerror = r))))));
   await save(await page.screenshot(), "images.png");
 
   // an admin page: the overview, with a few more accounts
