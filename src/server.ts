@@ -11,7 +11,7 @@ import { ConnectionGate } from "./http/connection-gate.ts";
 import { observeObjects } from "./http/observe.ts";
 import { createLogger, defaultLogFormat } from "./observability/log.ts";
 import { StorageRegistry } from "./storage/index.ts";
-import { startReconciler } from "./services/reconcile.ts";
+import { startReconciler } from "./services/reconcile/index.ts";
 import { startSweeper } from "./services/sweeper.ts";
 import { startRemovals } from "./services/removals.ts";
 import { startQueue } from "./webhooks/queue.ts";

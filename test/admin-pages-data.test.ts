@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { eq, sql } from "drizzle-orm";
 import { adminImageListQuery, type AdminImageFilter } from "../src/routes/admin/images.ts";
 import { auditLog as auditTable, images } from "../src/db/schema.ts";
-import { quarantinePath, RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
+import { quarantinePath, RECONCILE_GRACE_SECONDS } from "../src/services/reconcile/index.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "./support/images.ts";
 import { expectStatus } from "./support/status.ts";

@@ -8,7 +8,7 @@ import { eq, sql } from "drizzle-orm";
 // @ts-expect-error s3rver ships no types
 import S3rver from "s3rver";
 import { strategies } from "../src/db/schema.ts";
-import { QUARANTINE_DAYS, RECONCILE_GRACE_SECONDS, RECONCILE_LOCK, reconcileStorage } from "../src/services/reconcile.ts";
+import { QUARANTINE_DAYS, RECONCILE_GRACE_SECONDS, RECONCILE_LOCK, reconcileStorage } from "../src/services/reconcile/index.ts";
 import { LocalStorage } from "../src/storage/local.ts";
 import { localIdentity, normaliseS3Endpoint, relate, s3Identity, translatePath } from "../src/storage/location.ts";
 import { S3Storage } from "../src/storage/s3.ts";

@@ -8,7 +8,7 @@ import S3rver from "s3rver";
 import { readDatabaseId } from "../src/db/repositories/database-identity.ts";
 import type { Deps } from "../src/deps.ts";
 import { lastRun } from "../src/services/last-runs.ts";
-import { RECONCILE_GRACE_SECONDS, reconcileStorage } from "../src/services/reconcile.ts";
+import { RECONCILE_GRACE_SECONDS, reconcileStorage } from "../src/services/reconcile/index.ts";
 import { MARKER, StorageRegistry } from "../src/storage/index.ts";
 import { BASE_URL, createTestContext, quietly, type TestContext } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";

@@ -3,7 +3,7 @@ import { S3Client } from "bun";
 import { sql } from "drizzle-orm";
 import sharp from "sharp";
 import { DecoderPool } from "../src/images/decoder.ts";
-import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
+import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile/index.ts";
 import { servicesOf } from "../src/services/index.ts";
 import { decoders } from "../src/services/work-queue.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";

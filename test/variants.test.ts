@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "n
 import { dirname, join } from "node:path";
 import { sql } from "drizzle-orm";
 import sharp from "sharp";
-import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile.ts";
+import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile/index.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { servicesOf } from "../src/services/index.ts";
 import { COLD_PER_MINUTE, LADDER, parseVariantQuery } from "../src/services/variants.ts";

@@ -9,7 +9,7 @@ import type { Deps } from "../deps.ts";
 import { logFor } from "../observability/log.ts";
 import type { Storage } from "../storage/index.ts";
 import type { LookupCache } from "./lookup-cache.ts";
-import { readinessProbeName } from "./reconcile.ts";
+import { readinessProbeName } from "./reconcile/index.ts";
 
 const PROBE_TIMEOUT_MS = 5_000;
 

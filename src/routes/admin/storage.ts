@@ -4,7 +4,7 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { dateTime, envelope, Strategy } from "../../http/schemas.ts";
 import { formatDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { type ReconcileReport, REPORT_LIST_LIMIT, reconcileStorage } from "../../services/reconcile.ts";
+import { type ReconcileReport, REPORT_LIST_LIMIT, reconcileStorage } from "../../services/reconcile/index.ts";
 import { adminRoute } from "./common.ts";
 
 const count = z.number().int().min(0);

@@ -6,7 +6,7 @@
 import type { Context, Hono } from "hono";
 import { AppError, errorStatus, type ErrorCode } from "../../errors.ts";
 import { parseDateTime } from "../../http/time.ts";
-import { QUARANTINE_DAYS, REPORT_LIST_LIMIT } from "../../services/reconcile.ts";
+import { QUARANTINE_DAYS, REPORT_LIST_LIMIT } from "../../services/reconcile/index.ts";
 import { UtcTime } from "../image.tsx";
 import { FormToken, Notice } from "../layout.tsx";
 import { requireAdminSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
