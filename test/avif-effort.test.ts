@@ -1,6 +1,6 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import sharp from "sharp";
-import { cameraLikePhoto, psnr } from "../scripts/bench/avif-settings.ts";
+import { cameraLikePhoto, psnr } from "./support/photos.ts";
 import { AVIF_EFFORT } from "../src/images/avif.ts";
 import { encodeVariant } from "../src/images/inspect.ts";
 import { processImage } from "../src/images/process.ts";

@@ -11,7 +11,7 @@ import { applyMetadataPolicy, checkContainer, ContainerRefused, MetadataRefused 
 import { jpegScanCount } from "../src/images/inspect.ts";
 import { STRIP_IN_PROCESS_BYTES } from "../src/services/upload.ts";
 import { decoders } from "../src/services/work-queue.ts";
-import { formatHostileFigures, runHostileProbe } from "../scripts/bench/hostile.ts";
+import { formatHostileFigures, runHostileProbe } from "./support/hostile-probe.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { type HostileFile, hostileCorpus } from "./support/hostile-corpus.ts";
 import { phonePhoto } from "./support/metadata-fixtures.ts";

@@ -3,7 +3,7 @@
  *  - bodies from clients without credentials (guest upload off) do not grow its memory;
  *  - one user's slow-to-decode images do not push another user's upload past a stated latency, and the other
  *    user's upload overtakes the abusive uploads queued before it.
- * The same situations are measured, before and after, by scripts/hardening-bench.ts, whose clients this reuses:
+ * The clients (test/support/abuse.ts) speak
  * raw HTTP/1.1 on sockets, each client from its own loopback address (127.0.0.x, Linux), like an attacker with
  * many addresses, so per-address bounds do not hide what the body and decode paths cost.
  */
@@ -21,7 +21,7 @@ import {
   seedUser,
   startServer,
   upload,
-} from "../scripts/hardening-bench.ts";
+} from "./support/abuse.ts";
 
 setDefaultTimeout(60_000); // starting the server on a fresh embedded database takes seconds
 
