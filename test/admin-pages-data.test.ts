@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { eq, sql } from "drizzle-orm";
-import { adminImageListQuery, type AdminImageFilter } from "../src/routes/admin/images.ts";
+import { adminImageListQuery, type AdminImageFilter } from "../src/db/repositories/admin-images.ts";
 import { auditLog as auditTable, images } from "../src/db/schema.ts";
 import { quarantinePath, RECONCILE_GRACE_SECONDS } from "../src/services/reconcile/index.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./support/harness.ts";

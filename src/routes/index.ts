@@ -1,14 +1,15 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../http/types.ts";
-import * as adminAudit from "./admin/audit.ts";
-import * as adminGroups from "./admin/groups.ts";
-import * as adminImages from "./admin/images.ts";
-import * as adminSettings from "./admin/settings.ts";
-import * as adminStorage from "./admin/storage.ts";
-import * as adminStrategies from "./admin/strategies.ts";
-import * as adminTokens from "./admin/tokens.ts";
-import * as adminUsers from "./admin/users.ts";
-import * as adminWebhooks from "./admin/webhooks.ts";
+import * as adminAlbums from "./admin/albums/index.ts";
+import * as adminAudit from "./admin/audit/index.ts";
+import * as adminGroups from "./admin/groups/index.ts";
+import * as adminImages from "./admin/images/index.ts";
+import * as adminSettings from "./admin/settings/index.ts";
+import * as adminStorage from "./admin/storage/index.ts";
+import * as adminStrategies from "./admin/strategies/index.ts";
+import * as adminTokens from "./admin/tokens/index.ts";
+import * as adminUsers from "./admin/users/index.ts";
+import * as adminWebhooks from "./admin/webhooks/index.ts";
 import * as deleteImage from "./images/delete-image.ts";
 import * as listImages from "./images/list-images.ts";
 import * as uploadImage from "./images/upload-image.ts";
@@ -33,6 +34,7 @@ const modules = [
   adminStrategies,
   adminUsers,
   adminTokens,
+  adminAlbums,
   adminStorage,
   adminImages,
   adminAudit,

@@ -1,12 +1,13 @@
 import type { Deps } from "../deps.ts";
 import { deleteImageAndRelease, findImageForOwner, type ImageRow } from "../db/repositories/images.ts";
+import { findImageByKeyOrName, lockGuestImage } from "../db/repositories/admin-images.ts";
 import { queueRemovals } from "../db/repositories/stored-objects.ts";
 import { variantsOf } from "../db/repositories/variants.ts";
 import { getStrategy } from "../db/repositories/strategies.ts";
 import { emitEvent, imageEventData } from "../webhooks/events.ts";
 import type { RemovalReason } from "../db/schema.ts";
 import type { Tx } from "../db/client.ts";
-import { notFound } from "../errors.ts";
+import { AppError, notFound } from "../errors.ts";
 import { finishRemovals } from "./removals.ts";
 import { servicesOf } from "./index.ts";
 
@@ -62,4 +63,31 @@ export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string
   servicesOf(deps).lookups.forget("strategies:");
   // the object server checks the file on every request: once it is gone, no instance serves the image
   await finishRemovals(deps, queued);
+}
+
+/**
+ * Deletes any image by key (or stored file name) with the guarantees of DELETE /api/v1/images/{key}: an owner's through
+ * deleteImage itself; a guest's by the same steps (record, quota and the objects' removal queued in one transaction
+ * under the row's lock, the objects removed after the commit or by the removal workers). False when there is none.
+ */
+export async function deleteAnyImage(deps: Deps, keyOrName: string): Promise<boolean> {
+  const found = await findImageByKeyOrName(deps.db, keyOrName);
+  if (!found) return false;
+  if (found.userId !== null) {
+    try {
+      await deleteImage(deps, found.userId, found.key);
+      return true;
+    } catch (e) {
+      if (e instanceof AppError && e.code === "not_found") return false; // deleted meanwhile
+      throw e;
+    }
+  }
+  const queued = await deps.db.transaction(async (tx) => {
+    const image = await lockGuestImage(tx, found.key);
+    return image ? removeImage(deps, tx, image) : null;
+  });
+  if (queued === null) return false;
+  servicesOf(deps).lookups.forget("strategies:");
+  await finishRemovals(deps, queued);
+  return true;
 }

@@ -92,7 +92,7 @@ export const jsonBody = <T extends z.ZodType>(schema: T) => ({
   content: { "application/json": { schema } },
 });
 
-/** The group's metadata policy, as the spec describes it (issue 17 §1). */
+/** The group's metadata policy, as the spec describes it. */
 export const metadataPolicy = z.enum(METADATA_POLICIES).openapi({
   description:
     "What of an upload's metadata is stored and served. `keep`: the bytes exactly as sent. `strip_location` (the default): " +
@@ -106,7 +106,7 @@ export const metadataPolicy = z.enum(METADATA_POLICIES).openapi({
   example: "strip_location",
 });
 
-/** The processing-on-upload fields (issue 17 §2), beside `metadata`. */
+/** The processing-on-upload fields, beside `metadata`. */
 const processing = {
   convert_format: z.enum(CONVERT_FORMATS).nullable().openapi({
     description:

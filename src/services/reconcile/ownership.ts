@@ -157,7 +157,7 @@ export async function ownedPaths(deps: Deps, batch: StoredObject[], overlapping:
       for (const path of byName.get(named) ?? []) owned.add(path);
     }
   }
-  // variants (issue 17 §3) are named by their rows: as seen from a related location, or by their own path anywhere
+  // variants are named by their rows: as seen from a related location, or by their own path anywhere
   const variantLookups = [
     ...views.map((v) => ({ strategyIds: [...v.strategyIds], paths: [...v.back.keys()].filter((p) => p.startsWith("variants/")) })),
     { strategyIds: allStrategyIds, paths: batch.map((o) => o.path).filter((p) => p.startsWith("variants/")) },
