@@ -2,7 +2,7 @@ import type { components } from "../../../openapi/schema";
 import { payload } from "../client.ts";
 import { command, type CommandGroup } from "../command.ts";
 import type { Output } from "../output.ts";
-import { QUARANTINE_DAYS, QUARANTINE_PREFIX } from "../../services/reconcile/index.ts";
+import { QUARANTINE_DAYS, QUARANTINE_PREFIX } from "../../services/reconcile/names.ts";
 
 type Reconciliation = components["schemas"]["Reconciliation"];
 type LocationReconciliation = components["schemas"]["LocationReconciliation"];
