@@ -5,7 +5,7 @@ import { join, relative } from "node:path";
 import { createApp } from "../src/app.ts";
 import { readDatabaseId } from "../src/db/repositories/database-identity.ts";
 import { type Database, openEmbedded } from "../src/db/client.ts";
-import { runningServerConnection } from "../src/db/embedded.ts";
+import { runningServerConnection } from "../src/db/embedded/index.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 import { sessions, uploadLeases } from "../src/db/schema.ts";
 import type { Deps } from "../src/deps.ts";

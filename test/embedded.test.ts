@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { openEmbedded, openPglite } from "../src/db/client.ts";
-import { processStartTime, processState, startEmbeddedPostgres } from "../src/db/embedded.ts";
+import { processStartTime, processState, startEmbeddedPostgres } from "../src/db/embedded/index.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 
 /** The embedded PostgreSQL (src/db/embedded.ts): lifecycle, leftovers, the import of an earlier PGlite directory. */

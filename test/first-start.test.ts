@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { processState } from "../src/db/embedded.ts";
+import { processState } from "../src/db/embedded/index.ts";
 import { freePort } from "./support/processes.ts";
 
 /**

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { startEmbeddedPostgres } from "../src/db/embedded.ts";
+import { startEmbeddedPostgres } from "../src/db/embedded/index.ts";
 import { MARKER } from "../src/storage/marker.ts";
 import { makeImage, makeNoisyJpeg, multipart } from "./support/images.ts";
 import { freePort, startServer } from "./support/processes.ts";

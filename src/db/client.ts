@@ -17,7 +17,7 @@ import {
   runningServerConnection,
   startEmbeddedPostgres,
   TAKEOVER_MS,
-} from "./embedded.ts";
+} from "./embedded/index.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;

@@ -10,7 +10,7 @@ import postgres from "postgres";
 import type { paths } from "../../openapi/schema";
 import { createApp } from "../../src/app.ts";
 import { type Connection, type Database, openPostgres } from "../../src/db/client.ts";
-import { startEmbeddedPostgres } from "../../src/db/embedded.ts";
+import { startEmbeddedPostgres } from "../../src/db/embedded/index.ts";
 import { seedDatabase } from "../../src/db/seed.ts";
 import type { Deps } from "../../src/deps.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";

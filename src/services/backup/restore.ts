@@ -10,7 +10,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { startEmbeddedPostgres } from "../../db/embedded.ts";
+import { startEmbeddedPostgres } from "../../db/embedded/index.ts";
 import { LocationError, realLocation } from "../../storage/location.ts";
 import { parseKey, secretBox } from "../../webhooks/secret-box.ts";
 import { BackupError, DERIVED_TABLES, fsyncDirectory, type Manifest, type RestoreSummary } from "./format.ts";
