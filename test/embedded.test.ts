@@ -7,7 +7,7 @@ import { openEmbedded, openPglite } from "../src/db/client.ts";
 import { processStartTime, processState, startEmbeddedPostgres } from "../src/db/embedded/index.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 
-/** The embedded PostgreSQL (src/db/embedded.ts): lifecycle, leftovers, the import of an earlier PGlite directory. */
+/** The embedded PostgreSQL (src/db/embedded/): lifecycle, leftovers, the import of an earlier PGlite directory. */
 setDefaultTimeout(60_000); // clusters are initialised here (and PGlite opened), seconds each on a busy machine
 const root = join(import.meta.dir, "..");
 const dirs: string[] = [];

@@ -94,7 +94,7 @@ const EMBEDDED_POOL = 4;
 const EMBEDDED_IDLE_SECONDS = 10;
 
 /**
- * The embedded default: a PostgreSQL server started by this process on DATA_DIR/postgres (see embedded.ts),
+ * The embedded default: a PostgreSQL server started by this process on DATA_DIR/postgres (see embedded/),
  * reached through postgres.js like any other, and stopped by close(). A lock file keeps a second server off the
  * same DATA_DIR. A PGlite database left in DATA_DIR/db by an earlier version is copied in at the first start and
  * then kept, untouched, as DATA_DIR/db.pglite-migrated.

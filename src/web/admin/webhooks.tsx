@@ -3,7 +3,7 @@
  * center's (../webhooks.tsx), with every event (user.disabled too) and the admin frame.
  *
  * Like every admin page, it changes nothing itself: every read and every change is a call of the admin API
- * (routes/admin/webhooks.ts) in-process through adminApi (api.ts), so the API's validation and messages apply and its
+ * (routes/admin/webhooks/) in-process through adminApi (api.ts), so the API's validation and messages apply and its
  * audit log records each change as the API action (`POST /api/admin/webhooks/{id}/secret`, …) with the administrator as
  * the actor and the fields sent (never a secret). The API's answers are turned back into what the shared pages show:
  * its dates (`YYYY-MM-DD HH:MM:SS`, the server's time zone) into Dates, its refusals into AppErrors (404; 422 with the
