@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { openEmbedded } from "../src/db/client.ts";
 import { readDatabaseId } from "../src/db/repositories/database-identity.ts";
-import { rowsOf } from "../src/webhooks/deliver.ts";
+import { rowsOf } from "../src/webhooks/outbox.ts";
 import { makeImage, multipart } from "./support/images.ts";
 import { freePort, startServer } from "./support/processes.ts";
 

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { createEndpoint } from "../src/services/webhooks.ts";
 import { parseAllowList } from "../src/webhooks/address-guard.ts";
-import { rowsOf } from "../src/webhooks/deliver.ts";
+import { rowsOf } from "../src/webhooks/outbox.ts";
 import { startQueue } from "../src/webhooks/queue.ts";
 import { secretBox } from "../src/webhooks/secret-box.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { createEndpoint } from "../src/services/webhooks.ts";
 import { parseAllowList } from "../src/webhooks/address-guard.ts";
-import { rowsOf } from "../src/webhooks/deliver.ts";
+import { rowsOf } from "../src/webhooks/outbox.ts";
 import { startQueue } from "../src/webhooks/queue.ts";
 import { secretBox } from "../src/webhooks/secret-box.ts";
 import { ADMIN_TOKEN, createTestContext, quietly, type TestContext } from "./support/harness.ts";

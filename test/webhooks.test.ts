@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { createEndpoint, updateEndpoint } from "../src/services/webhooks.ts";
 import { parseAllowList } from "../src/webhooks/address-guard.ts";
-import { rowsOf } from "../src/webhooks/deliver.ts";
+import { rowsOf } from "../src/webhooks/outbox.ts";
 import { emitEvent } from "../src/webhooks/events.ts";
 import { startQueue } from "../src/webhooks/queue.ts";
 import { secretBox } from "../src/webhooks/secret-box.ts";

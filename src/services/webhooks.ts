@@ -13,7 +13,7 @@ import type { Executor } from "../db/client.ts";
 import { EVENT_TYPES, type EventType, groups, users, webhookDeliveries, webhookEndpoints } from "../db/schema.ts";
 import { AppError, notFound, validationError } from "../errors.ts";
 import { type AllowList, checkDestination, checkUrlSyntax, NOT_PUBLIC, PUBLIC_ONLY } from "../webhooks/address-guard.ts";
-import { resendFailed } from "../webhooks/deliver.ts";
+import { resendDelivery, resendFailed, sendTestEvent } from "../webhooks/outbox.ts";
 import { newSigningSecret } from "../webhooks/secret-box.ts";
 import { webhookSettings } from "../webhooks/settings.ts";
 import { logFor } from "../observability/log.ts";
@@ -194,6 +194,30 @@ export async function resendFailedSince(deps: Pick<Deps, "db">, scope: EndpointS
   const endpoint = await findEndpoint(deps.db, scope, id);
   if (!endpoint.enabled) throw new AppError("bad_request", "The endpoint is switched off: switch it on first, then send its failed deliveries.");
   return resendFailed(deps.db, endpoint.id, since, RESEND_MAX);
+}
+
+/** Sends a `webhook.test` event to one endpoint of the scope: the new delivery's id (404 when there is no such endpoint). */
+export async function testEndpoint(deps: Pick<Deps, "db" | "clock">, scope: EndpointScope, id: number): Promise<number> {
+  const endpoint = await findEndpoint(deps.db, scope, id);
+  const deliveryId = await sendTestEvent(deps.db, endpoint.id, deps.clock());
+  if (deliveryId === null) throw notFound("Webhook endpoint not found.");
+  return deliveryId;
+}
+
+/**
+ * Sends one delivered or failed delivery of an endpoint of the scope again, at once: "missing" when the endpoint has
+ * no such delivery, "pending" when it is still pending (it is attempted by itself).
+ */
+export async function resendOneDelivery(deps: Pick<Deps, "db">, scope: EndpointScope, id: number, deliveryId: number): Promise<"queued" | "missing" | "pending"> {
+  const endpoint = await findEndpoint(deps.db, scope, id);
+  const [delivery] = await deps.db
+    .select({ status: webhookDeliveries.status })
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpoint.id)));
+  if (!delivery) return "missing";
+  if (delivery.status === "pending") return "pending";
+  // made pending by another request just now: pending too
+  return (await resendDelivery(deps.db, endpoint.id, deliveryId)) ? "queued" : "pending";
 }
 
 /** Removes deliveries delivered or failed more than DELIVERY_RETENTION_DAYS ago (the sweeper's round). */

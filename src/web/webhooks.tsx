@@ -41,10 +41,11 @@ import {
   listEndpoints,
   RESEND_MAX,
   resendFailedSince,
+  resendOneDelivery,
   rotateSecret,
+  testEndpoint,
   updateEndpoint,
 } from "../services/webhooks.ts";
-import { resendDelivery, sendTestEvent } from "../webhooks/deliver.ts";
 import { parseDateTime } from "../http/time.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, type FormFields, readForm } from "./form.ts";
@@ -743,9 +744,7 @@ export function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope
     update: (c, id, change) => updateEndpoint(c.get("deps"), scope(c), id, change),
     rotate: (c, id) => rotateSecret(c.get("deps"), scope(c), id),
     test: async (c, id) => {
-      const deps = c.get("deps");
-      await findEndpoint(deps.db, scope(c), id);
-      if ((await sendTestEvent(deps.db, id, deps.clock())) === null) throw notFound("Webhook endpoint not found.");
+      await testEndpoint(c.get("deps"), scope(c), id);
     },
     deliveries: async (c, id, before) => {
       const { db } = c.get("deps");
@@ -756,9 +755,7 @@ export function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope
       return { deliveries, older };
     },
     resend: async (c, id, deliveryId) => {
-      const { db } = c.get("deps");
-      await findEndpoint(db, scope(c), id);
-      if (!(await resendDelivery(db, id, deliveryId))) throw notFound(NO_SUCH_DELIVERY);
+      if ((await resendOneDelivery(c.get("deps"), scope(c), id, deliveryId)) !== "queued") throw notFound(NO_SUCH_DELIVERY);
     },
     resendFailed: (c, id, since) => resendFailedSince(c.get("deps"), scope(c), id, since),
     remove: (c, id) => deleteEndpoint(c.get("deps").db, scope(c), id),

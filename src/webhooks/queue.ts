@@ -21,7 +21,9 @@ import { Logger, run, runMigrations, type Runner, type TaskList } from "graphile
 import type { Deps } from "../deps.ts";
 import type { Connection } from "../db/client.ts";
 import { defaultLogger, logFor, withLogger, type Logger as PinoLogger } from "../observability/log.ts";
-import { attempt, DELIVER_JOB, drainSends, type EventJob, fanOut, rowsOf, sweepLeases } from "./deliver.ts";
+import { attempt, sweepLeases } from "./deliver.ts";
+import { DELIVER_JOB, type EventJob, fanOut, rowsOf } from "./outbox.ts";
+import { drainSends } from "./slots.ts";
 import { EVENT_JOB } from "./events.ts";
 
 export function pgPool(connection: Connection, max: number): pg.Pool {

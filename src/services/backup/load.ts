@@ -11,7 +11,7 @@ import postgres from "postgres";
 import { type Connection, migrationsFolder, openPostgres } from "../../db/client.ts";
 import { setDatabaseId } from "../../db/repositories/database-identity.ts";
 import { deleteImageAndRelease } from "../../db/repositories/images.ts";
-import { DELIVER_JOB } from "../../webhooks/deliver.ts";
+import { DELIVER_JOB } from "../../webhooks/outbox.ts";
 import { installQueue } from "../../webhooks/queue.ts";
 import * as schema from "../../db/schema.ts";
 import { BackupError, DERIVED_TABLES, type Manifest, type ObjectList, quoteIdent, readJournal, type TableEntry } from "./format.ts";

@@ -1,14 +1,11 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
-import { webhookDeliveries } from "../../../db/schema.ts";
 import { notFound } from "../../../errors.ts";
 import { respond } from "../../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../../http/responses.ts";
 import { EmptyResponse } from "../../../http/schemas.ts";
 import type { AppEnv } from "../../../http/types.ts";
 import { intField } from "../../../http/validation.ts";
-import { findEndpoint } from "../../../services/webhooks.ts";
-import { resendDelivery } from "../../../webhooks/deliver.ts";
+import { resendOneDelivery } from "../../../services/webhooks.ts";
 import { adminRoute, idParam } from "../common.ts";
 import { SITE } from "./shared.ts";
 
@@ -35,17 +32,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
       responses: { ...okResponse(EmptyResponse, "Queued; `data` is null"), ...errorResponses(401, 404, 422, 500) },
     }),
     async (c) => {
-      const { db } = c.get("deps");
       const { id, delivery_id } = c.req.valid("param");
-      const endpoint = await findEndpoint(db, SITE, id);
-      const [delivery] = await db
-        .select({ status: webhookDeliveries.status })
-        .from(webhookDeliveries)
-        .where(and(eq(webhookDeliveries.id, delivery_id), eq(webhookDeliveries.endpointId, endpoint.id)));
-      if (!delivery) throw notFound("Delivery not found.");
-      const pending = () => notFound("The delivery is still pending: it will be attempted by itself; only a delivered or failed delivery can be sent again.");
-      if (delivery.status === "pending") throw pending();
-      if (!(await resendDelivery(db, endpoint.id, delivery_id))) throw pending(); // made pending by another request just now
+      const outcome = await resendOneDelivery(c.get("deps"), SITE, id, delivery_id);
+      if (outcome === "missing") throw notFound("Delivery not found.");
+      if (outcome === "pending") throw notFound("The delivery is still pending: it will be attempted by itself; only a delivered or failed delivery can be sent again.");
       return respond(c, null);
     },
   );

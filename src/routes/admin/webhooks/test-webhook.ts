@@ -1,11 +1,9 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
-import { notFound } from "../../../errors.ts";
 import { respond } from "../../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../../http/responses.ts";
 import { envelope } from "../../../http/schemas.ts";
 import type { AppEnv } from "../../../http/types.ts";
-import { findEndpoint } from "../../../services/webhooks.ts";
-import { sendTestEvent } from "../../../webhooks/deliver.ts";
+import { testEndpoint } from "../../../services/webhooks.ts";
 import { adminRoute, idParam } from "../common.ts";
 import { SITE } from "./shared.ts";
 
@@ -26,10 +24,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
       },
     }),
     async (c) => {
-      const deps = c.get("deps");
-      const endpoint = await findEndpoint(deps.db, SITE, c.req.valid("param").id);
-      const deliveryId = await sendTestEvent(deps.db, endpoint.id, deps.clock());
-      if (deliveryId === null) throw notFound("Webhook endpoint not found.");
+      const deliveryId = await testEndpoint(c.get("deps"), SITE, c.req.valid("param").id);
       return respond(c, { delivery_id: deliveryId });
     },
   );
