@@ -1,7 +1,7 @@
 /** The load generator: wrk in its own process, reporting through a Lua `done` hook as one JSON line. */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { run } from "./util.ts";
+import { run } from "./run.ts";
 
 const REPORT = `
 done = function(summary, latency, requests)
