@@ -6,7 +6,7 @@ import sharp from "sharp";
 import { RECONCILE_GRACE_SECONDS } from "../src/services/reconcile/index.ts";
 import { sweepExpired } from "../src/services/sweeper.ts";
 import { servicesOf } from "../src/services/index.ts";
-import { COLD_PER_MINUTE, LADDER, parseVariantQuery } from "../src/services/variants.ts";
+import { COLD_PER_MINUTE, LADDER, parseVariantQuery } from "../src/services/variants/query.ts";
 import { decoders } from "../src/services/work-queue.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage, makeNoisyJpeg } from "./support/images.ts";

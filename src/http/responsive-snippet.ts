@@ -16,7 +16,7 @@
  *   that cannot be had now is answered with a fallback down the chain AVIF → WebP → the original's format → the
  *   original, briefly cached (docs/decisions/variant-fallback.md); test/variants-fallback.test.ts asks for each.
  */
-import { LADDER } from "../services/variants.ts";
+import { LADDER } from "../services/variants/query.ts";
 import { escapeHtml } from "./image-resource.ts";
 
 

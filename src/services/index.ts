@@ -15,7 +15,7 @@ import type { Job, LastRun } from "./last-runs.ts";
 import { LookupCache } from "./lookup-cache.ts";
 import { type ReadinessService, readinessService } from "./readiness.ts";
 import { ObjectServer } from "./serving/object-server.ts";
-import { Variants } from "./variants.ts";
+import { Variants } from "./variants/maker.ts";
 
 export interface Services {
   /** Prometheus metrics (GET /metrics). */

@@ -20,7 +20,7 @@ import {
 import { getUser } from "../db/repositories/users.ts";
 import { type ImageResource, toImageResource } from "../http/image-resource.ts";
 import { RESPONSIVE_COLUMN, variantPath } from "../http/responsive-snippet.ts";
-import { LADDER } from "../services/variants.ts";
+import { LADDER } from "../services/variants/query.ts";
 import { AppError, badRequest, validationError } from "../errors.ts";
 import { deleteImage } from "../services/delete.ts";
 import { type FormFields, readForm } from "./form.ts";

@@ -9,7 +9,7 @@ import { clientAddress, socketAddress } from "../../http/auth.ts";
 import { methodNotAllowed, notFound, objectErrorResponse, objectResponse } from "../../http/object-response.ts";
 import type { AppEnv } from "../../http/types.ts";
 import type { ObjectServer } from "../../services/serving/object-server.ts";
-import { parseVariantQuery, type VariantQuery } from "../../services/variants.ts";
+import { parseVariantQuery, type VariantQuery } from "../../services/variants/query.ts";
 
 const storedPathShape = /^[A-Za-z0-9_.\/-]{1,300}$/;
 

@@ -14,16 +14,8 @@ import type { VariantFormat } from "../../db/schema.ts";
 import type { Deps } from "../../deps.ts";
 import { AppError } from "../../errors.ts";
 import { frameCount } from "../../images/frames.ts";
-import {
-  fallbackFormats,
-  resolveVariant,
-  type Variants,
-  type VariantQuery,
-  type VariantSource,
-  VariantUnavailable,
-  variantKey,
-  variantMime,
-} from "../variants.ts";
+import { type Variants, VariantUnavailable } from "../variants/maker.ts";
+import { fallbackFormats, resolveVariant, type VariantQuery, type VariantSource, variantKey, variantMime } from "../variants/query.ts";
 
 /**
  * A fallback (served when a variant cannot be had now) is cached this long only, never `immutable`: the better
