@@ -15,44 +15,19 @@
  * the archive is as small as the originals make it, and a restored server makes each variant again on its first
  * request (under the same cold budget and decode queue as ever).
  */
-import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync } from "node:fs";
-import { mkdir, open, readFile, rename, rm, stat } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
-import { pipeline } from "node:stream/promises";
-import { createGzip } from "node:zlib";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import tar from "tar-stream";
-import packageJson from "../../../package.json" with { type: "json" };
 import { attachEmbedded } from "../../db/client.ts";
-import { ensureDatabaseId, parseDatabaseId, READ_COMMENT } from "../../db/repositories/database-identity.ts";
+import { ensureDatabaseId } from "../../db/repositories/database-identity.ts";
 import * as schema from "../../db/schema.ts";
 import { parseKey, secretBox } from "../../webhooks/secret-box.ts";
-import { StorageRegistry } from "../../storage/index.ts";
-import { LocalStorage, syncPath } from "../../storage/local.ts";
-import {
-  BACKUP_FORMAT,
-  DATA_DIR_FILES,
-  DERIVED_TABLES,
-  BACKUP_FORMAT_VERSION,
-  BackupError,
-  type BackupSummary,
-  DEFAULT_ROOT_PREFIX,
-  fsyncDirectory,
-  isGzipName,
-  isSafeRelativePath,
-  journalEntries,
-  MANIFEST,
-  type Manifest,
-  OBJECT_LIST,
-  type ObjectList,
-  quoteIdent,
-  S3_NOTE,
-  sha256Hex,
-  type TableEntry,
-  WEBHOOK_KEY,
-} from "./format.ts";
+import { syncPath } from "../../storage/local.ts";
+import { BackupError, type BackupSummary, fsyncDirectory, isGzipName, type Manifest } from "./format.ts";
+import { readSnapshot } from "./snapshot.ts";
+import { writeArchive } from "./archive.ts";
 
 export interface CreateOptions {
   dataDir: string;
@@ -132,131 +107,7 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
   }
 }
 
-type Tx = postgres.TransactionSql;
-
-/**
- * Reads the schema level, the tables (spooled to files: a tar entry needs its size first), the sequences, the
- * database's identity, the webhook keys and the strategies. `withDerived` copies the rows of derived tables too
- * (`database move`, whose copy keeps the variants' objects where they are).
- */
-export async function readSnapshot(tx: Tx, dataDir: string, spool: string, startedHere: boolean, withDerived = false): Promise<Manifest> {
-  const tags = new Map(journalEntries().map((e) => [e.when, e.tag]));
-  const [{ present }] = await tx<{ present: boolean }[]>`select to_regclass('drizzle.__drizzle_migrations') is not null as present`;
-  const applied = present
-    ? await tx<{ hash: string; created_at: string }[]>`
-        select hash, created_at::text as created_at from drizzle.__drizzle_migrations order by created_at, id`
-    : [];
-  if (applied.length === 0) throw new BackupError("the database has no schema yet (no migration applied): start the server once first");
-  const migrations = applied.map((m) => ({ tag: tags.get(Number(m.created_at)) ?? null, hash: m.hash, created_at: Number(m.created_at) }));
-
-  const [{ version }] = await tx<{ version: string }[]>`select current_setting('server_version') as version`;
-  const names = (await tx<{ name: string }[]>`select tablename as name from pg_tables where schemaname = 'public' order by 1`).map((r) => r.name);
-  const tables: TableEntry[] = [];
-  for (const name of names) {
-    const columns = (
-      await tx<{ c: string }[]>`
-        select column_name as c from information_schema.columns
-        where table_schema = 'public' and table_name = ${name} and is_generated = 'NEVER' order by ordinal_position`
-    ).map((r) => r.c);
-    const entry = `db/${name}.copy`;
-    const target = join(spool, `${name}.copy`);
-    const hash = createHash("sha256");
-    let bytes = 0;
-    let lines = 0;
-    // a derived table's entry holds no rows (variants are made again on demand after a restore)
-    const derived = DERIVED_TABLES.has(name) && !withDerived;
-    const copy = derived
-      ? `copy (select ${columns.map(quoteIdent).join(", ")} from public.${quoteIdent(name)} where false) to stdout`
-      : `copy public.${quoteIdent(name)} (${columns.map(quoteIdent).join(", ")}) to stdout`;
-    const source = await tx.unsafe(copy).readable();
-    const sink = createWriteStream(target, { mode: 0o600 });
-    await pipeline(
-      source,
-      async function* (chunks: AsyncIterable<Buffer>) {
-        for await (const chunk of chunks) {
-          hash.update(chunk);
-          bytes += chunk.length;
-          for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
-          yield chunk;
-        }
-      },
-      sink,
-    );
-    const [{ n }] = derived ? [{ n: 0 }] : await tx.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${quoteIdent(name)}`);
-    if (n !== lines) throw new BackupError(`copying ${name}: ${n} rows in the table, ${lines} lines copied`);
-    tables.push({ name, file: entry, columns, rows: n, bytes, sha256: hash.digest("hex") });
-  }
-
-  // sequences are not transactional: read now, each is at least the largest id the snapshot holds
-  const serials = await tx<{ table: string; column: string; sequence: string }[]>`
-    select table_name as table, column_name as column,
-           pg_get_serial_sequence(format('public.%I', table_name), column_name) as sequence
-    from information_schema.columns
-    where table_schema = 'public' and pg_get_serial_sequence(format('public.%I', table_name), column_name) is not null
-    order by 1, 2`;
-  const sequences: Manifest["database"]["sequences"] = [];
-  for (const s of serials) {
-    const [{ v }] = await tx.unsafe<{ v: string | null }[]>(`select case when is_called then last_value::text end as v from ${s.sequence}`);
-    sequences.push({ ...s, last_value: v === null ? null : Number(v) });
-  }
-
-  // sequences of no column (webhook_event_seq orders the deliveries of one subject: it must not start again at 1)
-  const standalone = await tx<{ name: string }[]>`
-    select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = 'public' and c.relkind = 'S'
-      and not exists (select 1 from pg_depend d where d.classid = 'pg_class'::regclass and d.objid = c.oid and d.deptype in ('a', 'i'))
-    order by 1`;
-  const standaloneSequences: NonNullable<Manifest["database"]["standalone_sequences"]> = [];
-  for (const { name } of standalone) {
-    const [{ v }] = await tx.unsafe<{ v: string | null }[]>(`select case when is_called then last_value::text end as v from public.${quoteIdent(name)}`);
-    standaloneSequences.push({ sequence: name, last_value: v === null ? null : Number(v) });
-  }
-  const [{ comment }] = await tx.unsafe<{ comment: string | null }[]>(READ_COMMENT);
-  const [{ endpoints }] = await tx<{ endpoints: boolean }[]>`select to_regclass('public.webhook_endpoints') is not null as endpoints`;
-  const sealedWith = endpoints
-    ? (await tx<{ id: string }[]>`select distinct split_part(secret_sealed, ':', 2) as id from webhook_endpoints where secret_sealed like 'v1:%' order by 1`).map((r) => r.id)
-    : [];
-
-  const strategies = await tx<{ id: number; driver: string; config: Record<string, unknown> }[]>`
-    select id, driver, config from strategies order by id`;
-  const roots: Manifest["storage"]["roots"] = [];
-  const s3: number[] = [];
-  for (const s of strategies) {
-    if (s.driver !== "local") {
-      s3.push(s.id);
-      continue;
-    }
-    const configRoot = typeof s.config?.root === "string" ? s.config.root : null;
-    const same = roots.find((r) => r.config_root === configRoot);
-    if (same) same.strategy_ids.push(s.id);
-    else roots.push({ prefix: configRoot === null ? DEFAULT_ROOT_PREFIX : `roots/${roots.length}`, config_root: configRoot, strategy_ids: [s.id] });
-  }
-
-  const files: Manifest["files"] = [];
-  let keyFile: string | null = null;
-  for (const name of DATA_DIR_FILES) {
-    const path = join(dataDir, name);
-    if (!existsSync(path)) continue;
-    const bytes = await readFile(path);
-    files.push({ name, bytes: bytes.length, sha256: sha256Hex(bytes) });
-    if (name === WEBHOOK_KEY) keyFile = fingerprint(bytes.toString("utf8").trim(), path);
-  }
-
-  return {
-    format: BACKUP_FORMAT,
-    format_version: BACKUP_FORMAT_VERSION,
-    created_at: new Date().toISOString(),
-    app_version: packageJson.version,
-    source: { data_dir: dataDir, server_running: !startedHere, postgres_version: version },
-    database: { migrations, tables, sequences, standalone_sequences: standaloneSequences, database_id: parseDatabaseId(comment) },
-    webhooks: { sealed_with: sealedWith, key_file: keyFile },
-    storage: { roots, s3_strategy_ids: s3, note: S3_NOTE },
-    files,
-  };
-}
-
-/** A key's fingerprint as sealed values name it; a file that holds no key has none (the server would refuse it too). */
-function fingerprint(text: string, where: string): string | null {
+export function fingerprint(text: string, where: string): string | null {
   try {
     return secretBox(parseKey(text, where)).keyId;
   } catch {
@@ -288,132 +139,3 @@ function webhookKeyReport(manifest: Manifest, environmentKey: string | undefined
 }
 
 /** Streams the archive to `temp`: the manifest, the spooled tables, the admin token, the objects, the object list. */
-async function writeArchive(
-  tx: Tx,
-  manifest: Manifest,
-  o: { dataDir: string; spool: string; temp: string; gzip: boolean },
-): Promise<{ manifest: Manifest; objects: ObjectList }> {
-  const pack = tar.pack();
-  const sink = createWriteStream(o.temp, { mode: 0o600 });
-  const done = o.gzip ? pipeline(pack, createGzip(), sink) : pipeline(pack, sink);
-  // a failure of the file (disk full) must end the waits on the pack
-  const failed = done.then(
-    () => new Promise<never>(() => {}),
-    (e: unknown) => Promise.reject(e),
-  );
-  failed.catch(() => {});
-  const guard = <T>(p: Promise<T>) => Promise.race([p, failed]);
-  const now = new Date(manifest.created_at);
-
-  await guard(addBuffer(pack, { name: MANIFEST, mode: 0o600, mtime: now }, Buffer.from(JSON.stringify(manifest, null, 2))));
-  for (const t of manifest.database.tables) {
-    const source = join(o.spool, `${t.name}.copy`);
-    await guard(addStream(pack, { name: t.file, size: t.bytes, mode: 0o600, mtime: now }, createReadStream(source), guard));
-  }
-  for (const f of manifest.files) {
-    const bytes = await readFile(join(o.dataDir, f.name));
-    if (sha256Hex(bytes) !== f.sha256) throw new BackupError(`${f.name} changed during the backup: run it again`);
-    await guard(addBuffer(pack, { name: f.name, mode: 0o600, mtime: now }, bytes));
-  }
-
-  const registry = new StorageRegistry({ dataDir: o.dataDir, baseUrl: "http://localhost" });
-  const strategies = await tx<{ id: number; driver: string; config: Record<string, unknown> }[]>`select id, driver, config from strategies`;
-  const locals = new Map<number, { storage: LocalStorage; prefix: string }>();
-  for (const s of strategies) {
-    if (s.driver !== "local") continue;
-    const storage = registry.for({ id: s.id, driver: "local", config: s.config });
-    const root = manifest.storage.roots.find((r) => r.strategy_ids.includes(s.id));
-    if (storage instanceof LocalStorage && root) locals.set(s.id, { storage, prefix: root.prefix });
-  }
-
-  const list: ObjectList = { count: 0, bytes: 0, objects: [], dropped_images: [], s3_images: 0 };
-  const images = tx<{ id: string; key: string; strategy_id: number; path: string; thumbnail_path: string | null }[]>`
-    select id::text as id, key, strategy_id, path, thumbnail_path from images order by id`.cursor(500);
-  for await (const rows of images) {
-    for (const image of rows) {
-      const local = locals.get(image.strategy_id);
-      if (!local) {
-        list.s3_images++;
-        continue;
-      }
-      const paths = [...new Set([image.path, image.thumbnail_path].filter((p): p is string => p !== null))];
-      // open every object of the image first: all of them are copied, or the image is left out
-      const opened: { path: string; handle: Awaited<ReturnType<typeof open>> }[] = [];
-      const missing: string[] = [];
-      for (const path of paths) {
-        const full = isSafeRelativePath(path) ? local.storage.readableFile(path)?.name : undefined;
-        try {
-          if (!full) throw Object.assign(new Error("not a path of this storage"), { code: "ENOENT" });
-          opened.push({ path, handle: await open(full, "r") });
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== "ENOENT") {
-            await Promise.all(opened.map((f) => f.handle.close()));
-            throw e;
-          }
-          missing.push(path);
-        }
-      }
-      if (missing.length > 0) {
-        await Promise.all(opened.map((f) => f.handle.close()));
-        list.dropped_images.push({ id: Number(image.id), key: image.key, missing });
-        continue;
-      }
-      for (const { path, handle } of opened) {
-        try {
-          const info = await handle.stat();
-          const name = `${local.prefix}/${path}`;
-          const sha256 = await guard(
-            addStream(pack, { name, size: info.size, mode: 0o644, mtime: info.mtime }, handle.createReadStream({ autoClose: false }), guard),
-          );
-          list.objects.push({ name, bytes: info.size, sha256 });
-          list.count++;
-          list.bytes += info.size;
-        } finally {
-          await handle.close();
-        }
-      }
-    }
-  }
-  await guard(addBuffer(pack, { name: OBJECT_LIST, mode: 0o600, mtime: new Date() }, Buffer.from(JSON.stringify(list, null, 2))));
-  pack.finalize();
-  await done;
-  return { manifest, objects: list };
-}
-
-type TarHeader = { name: string; size?: number; mode: number; mtime: Date };
-
-function addBuffer(pack: tar.Pack, header: TarHeader, bytes: Buffer): Promise<string> {
-  return new Promise((done, fail) => {
-    pack.entry({ ...header, size: bytes.length, type: "file" }, bytes, (e) => (e ? fail(e) : done(sha256Hex(bytes))));
-  });
-}
-
-/** Streams `source` into a new entry of `header.size` bytes; resolves with its sha256. */
-async function addStream(
-  pack: tar.Pack,
-  header: TarHeader,
-  source: AsyncIterable<unknown>,
-  guard: <T>(p: Promise<T>) => Promise<T>,
-): Promise<string> {
-  const hash = createHash("sha256");
-  const { promise: finished, resolve: done, reject: fail } = Promise.withResolvers<void>();
-  finished.catch(() => {});
-  const entry = pack.entry({ ...header, type: "file" }, (err) => (err ? fail(err) : done()));
-  let written = 0;
-  try {
-    for await (const chunk of source) {
-      if (!(chunk instanceof Uint8Array)) throw new BackupError(`${header.name}: unexpected chunk`);
-      hash.update(chunk);
-      written += chunk.length;
-      if (written > (header.size ?? 0)) throw new BackupError(`${header.name} grew while it was copied`);
-      if (!entry.write(chunk)) await guard(new Promise<void>((drained) => entry.once("drain", () => drained())));
-    }
-    if (written !== header.size) throw new BackupError(`${header.name} shrank while it was copied`);
-    entry.end(undefined);
-    await guard(finished);
-  } catch (e) {
-    entry.destroy(e as Error);
-    throw e;
-  }
-  return hash.digest("hex");
-}

@@ -19,7 +19,7 @@ import { listStrategies } from "../../db/repositories/strategies.ts";
 import * as schema from "../../db/schema.ts";
 import { StorageRegistry } from "../../storage/index.ts";
 import { readMarker, writeMarker } from "../../storage/marker.ts";
-import { readSnapshot } from "./create.ts";
+import { readSnapshot } from "./snapshot.ts";
 import { BackupError } from "./format.ts";
 import { loadDatabase } from "./load.ts";
 
