@@ -2,7 +2,7 @@
 import { spawn } from "bun";
 import { execFileSync } from "node:child_process";
 import { statSync, existsSync, readFileSync } from "node:fs";
-import { type Binaries } from "./binaries.ts";
+import type { Binaries } from "./binaries.ts";
 
 interface RunAs {
   uid: number;
