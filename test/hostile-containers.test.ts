@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { DecoderPool } from "../src/images/decoder.ts";
 import { applyMetadataPolicy, checkContainer, ContainerRefused, MetadataRefused } from "../src/images/metadata.ts";
 import { jpegScanCount } from "../src/images/inspect.ts";
-import { STRIP_IN_PROCESS_BYTES } from "../src/services/upload.ts";
+import { STRIP_IN_PROCESS_BYTES } from "../src/services/upload/checks.ts";
 import { decoders } from "../src/services/work-queue.ts";
 import { formatHostileFigures, runHostileProbe } from "./support/hostile-probe.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";

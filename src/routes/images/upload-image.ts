@@ -11,7 +11,7 @@ import { parseDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
 import { AppError, badRequest, validationError } from "../../errors.ts";
-import { subjectOf, takeUploadSlot, uploadImage } from "../../services/upload.ts";
+import { subjectOf, takeUploadSlot, uploadImage } from "../../services/upload/index.ts";
 import { refusalReason, tagRefusal } from "../../observability/metrics.ts";
 import { servicesOf } from "../../services/index.ts";
 
