@@ -238,7 +238,7 @@ export async function recordAcceptedUpload(
   image: Omit<NewImage, "id" | "createdAt"> & { createdAt: Date },
   charge: { subject: string; defaultCapacityKb: number; limits: FrequencyLimits },
   pendingIds?: number[],
-  /** A statement evaluated in the same one (webhooks/events.ts eventStatement): it commits with the record or not at all. */
+  /** A statement evaluated in the same one (the caller's event): it commits with the record or not at all. */
   alongside?: SQL,
 ): Promise<ImageRow> {
   const { limits } = charge;
