@@ -33,7 +33,7 @@ describe("a tree with imports that run up", () => {
   write("db/client.ts", 'import { installQueue } from "../webhooks/queue.ts";\nexport const x = installQueue;\n');
   write("db/repositories/tokens.ts", 'import type { Services } from "../../services/index.ts";\nexport type T = Services;\n');
   write("observability/metrics.ts", 'export const later = () => import("../services/index.ts");\n');
-  write("images/probe.ts", 'export type R = typeof import("../routes/site/health.ts");\n');
+  write("images/probe.ts", 'export type R = typeof import("../routes/site/get-readiness.ts");\n');
   write("web/tokens.tsx", 'export { TemporaryTokenRequest } from "../routes/tokens/create-temporary-tokens.ts";\n');
   write("routes/admin/users.ts", 'import { emitEvent } from "../../webhooks/events.ts";\nexport const e = emitEvent;\n');
   write("cli/commands/images.ts", 'import { AdminUser } from "../../routes/admin/common.ts";\nexport const a = AdminUser;\n');
@@ -42,7 +42,7 @@ describe("a tree with imports that run up", () => {
   write("services/delete.ts", 'import { emitEvent } from "../webhooks/events.ts";\nexport const e = emitEvent;\n');
   write("deps.ts", 'import type { BodyGateLimits } from "./http/body-gate.ts";\nexport type L = BodyGateLimits;\n');
   write("cli/client.ts", 'import type { paths } from "../../openapi/schema";\nexport type P = paths;\n');
-  write("routes/site/health.ts", "export const h = 1;\n");
+  write("routes/site/get-readiness.ts", "export const h = 1;\n");
   write("routes/tokens/create-temporary-tokens.ts", "export const TemporaryTokenRequest = 1;\n");
   write("routes/admin/common.ts", "export const AdminUser = 1;\n");
   write("webhooks/queue.ts", "export const installQueue = 1;\n");
@@ -56,7 +56,7 @@ describe("a tree with imports that run up", () => {
       "src/cli/commands/images.ts:1 (cli) → ../../routes/admin/common.ts (routes)",
       "src/db/client.ts:1 (db) → ../webhooks/queue.ts (webhooks)",
       "src/db/repositories/tokens.ts:1 (db) → ../../services/index.ts (services) [type-only]",
-      "src/images/probe.ts:1 (images) → ../routes/site/health.ts (routes) [type-only]",
+      "src/images/probe.ts:1 (images) → ../routes/site/get-readiness.ts (routes) [type-only]",
       "src/observability/metrics.ts:1 (observability) → ../services/index.ts (services)",
       "src/routes/admin/users.ts:1 (routes) → ../../webhooks/events.ts (webhooks: events are emitted by services only)",
       "src/web/tokens.tsx:1 (web) → ../routes/tokens/create-temporary-tokens.ts (routes)",

@@ -15,7 +15,8 @@ import * as listImages from "./images/list-images.ts";
 import * as uploadImage from "./images/upload-image.ts";
 import * as getProfile from "./profile/get-profile.ts";
 import * as docs from "./site/docs.ts";
-import * as health from "./site/health.ts";
+import * as getHealth from "./site/get-health.ts";
+import * as getReadiness from "./site/get-readiness.ts";
 import * as metrics from "./site/metrics.ts";
 import * as serveObject from "./site/serve-object.ts";
 import * as listStrategies from "./strategies/list-strategies.ts";
@@ -39,7 +40,8 @@ const modules = [
   adminImages,
   adminAudit,
   adminWebhooks,
-  health,
+  getReadiness,
+  getHealth,
   metrics,
   serveObject,
   docs,

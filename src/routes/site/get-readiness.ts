@@ -1,22 +1,10 @@
+/** GET /health/ready: the database answers and every enabled strategy's storage takes a write (services/readiness.ts). */
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { AppError } from "../../errors.ts";
 import { respond } from "../../http/envelope.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
-import { AppError } from "../../errors.ts";
-export const healthRoute = createRoute({
-  method: "get",
-  path: "/health",
-  operationId: "getHealth",
-  tags: ["Service"],
-  summary: "Health check",
-  description: "200 when the database answers, 503 otherwise. No credential.",
-  security: [],
-  responses: {
-    ...okResponse(envelope(z.object({ database: z.literal("up") }), "HealthResponse"), "The service and its database are up"),
-    ...errorResponses(503),
-  },
-});
 
 const StorageCheck = z
   .object({
@@ -52,10 +40,5 @@ export function register(app: OpenAPIHono<AppEnv>) {
     const readiness = await c.get("services").readiness.check();
     if (!readiness.ready) throw new AppError("unavailable", readiness.message);
     return respond(c, { database: "up" as const, storage: readiness.storage });
-  });
-
-  app.openapi(healthRoute, async (c) => {
-    if (!(await c.get("services").readiness.databaseAnswers())) throw new AppError("unavailable", "The database does not answer.");
-    return respond(c, { database: "up" as const });
   });
 }
