@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { DecoderPool } from "../src/images/decoder.ts";
-import { applyMetadataPolicy, checkContainer, ContainerRefused, MetadataRefused } from "../src/images/metadata.ts";
+import { applyMetadataPolicy, checkContainer, ContainerRefused, MetadataRefused } from "../src/images/metadata/policy.ts";
 import { jpegScanCount } from "../src/images/inspect.ts";
 import { STRIP_IN_PROCESS_BYTES } from "../src/services/upload/checks.ts";
 import { decoders } from "../src/services/work-queue.ts";

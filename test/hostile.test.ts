@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { tokens } from "../src/db/schema.ts";
 import { sha256Hex } from "../src/services/secrets.ts";
-import { applyMetadataPolicy } from "../src/images/metadata.ts";
+import { applyMetadataPolicy } from "../src/images/metadata/policy.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage, makeNoisyJpeg, multipart, pngHeaderClaiming } from "./support/images.ts";
 import { describeAnswer, expectStatus, type ReadAnswer } from "./support/status.ts";

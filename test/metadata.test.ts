@@ -4,7 +4,7 @@ import exifr from "exifr";
 import sharp from "sharp";
 import { main } from "../src/cli/index.ts";
 import { images, strategies, users } from "../src/db/schema.ts";
-import { applyMetadataPolicy, type MetadataPolicy } from "../src/images/metadata.ts";
+import { applyMetadataPolicy, type MetadataPolicy } from "../src/images/metadata/policy.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeAnimatedGif, makeImage } from "./support/images.ts";
 import { phonePhoto, type PhoneFormat } from "./support/metadata-fixtures.ts";

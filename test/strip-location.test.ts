@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { applyMetadataPolicy, LocationRefused } from "../src/images/metadata.ts";
+import { applyMetadataPolicy, LocationRefused } from "../src/images/metadata/policy.ts";
 import { findLocation } from "../src/images/metadata/scan.ts";
 import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
 import { makeImage } from "./support/images.ts";

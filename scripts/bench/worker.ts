@@ -20,7 +20,7 @@ import type { Deps } from "../../src/deps.ts";
 import { loadEnv } from "../../src/env.ts";
 import { avifOptions } from "../../src/images/avif.ts";
 import { decodeAndThumbnail, encodeVariant, inspectImage } from "../../src/images/inspect.ts";
-import { applyMetadataPolicy } from "../../src/images/metadata.ts";
+import { applyMetadataPolicy } from "../../src/images/metadata/policy.ts";
 import { objectHandler } from "../../src/routes/site/serve-object.ts";
 import { buildServices } from "../../src/services/index.ts";
 import { StorageRegistry } from "../../src/storage/index.ts";

@@ -31,7 +31,7 @@ export type ReviewProvider = "none" | "webhook";
 export type UserRole = "user" | "admin";
 /** The format processing on upload converts to (issue 17 §2). */
 export type ConvertFormat = "webp" | "avif" | "jpeg";
-/** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata.ts). */
+/** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata/policy.ts). */
 export type MetadataPolicy = "keep" | "strip_location" | "strip_all";
 
 export const groups = pgTable("groups", {

@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import sharp from "sharp";
 import { decodeAndThumbnail, encodeVariant } from "./inspect.ts";
-import { applyMetadataPolicy, type MetadataPolicy, MetadataRefused } from "./metadata.ts";
+import { applyMetadataPolicy, type MetadataPolicy, MetadataRefused } from "./metadata/policy.ts";
 import { findLocation } from "./metadata/scan.ts";
 import { processImage } from "./process.ts";
 import type { DecodeJob, DecodeAnswer, StrippedBytes } from "./decoder.ts";

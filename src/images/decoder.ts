@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import type { VariantEncoding } from "./inspect.ts";
-import { MetadataRefused, type MetadataPolicy, type PolicyResult } from "./metadata.ts";
+import { MetadataRefused, type MetadataPolicy, type PolicyResult } from "./metadata/policy.ts";
 import type { ProcessedImage, ProcessPlan } from "./process.ts";
 
 /**

@@ -2,7 +2,7 @@ import { fileTypeFromBuffer } from "file-type";
 import sharp from "sharp";
 import { avifOptions } from "./avif.ts";
 import { jpegSegments, SOS } from "./jpeg.ts";
-import { checkContainer } from "./metadata.ts";
+import { checkContainer } from "./metadata/policy.ts";
 
 export interface Inspection {
   /** Media type sniffed from the bytes; null when unrecognised. */

@@ -3,7 +3,7 @@ import type { Deps } from "../deps.ts";
 import { getGroup } from "../db/repositories/groups.ts";
 import { images, strategies, users } from "../db/schema.ts";
 import { notFound } from "../errors.ts";
-import { type MetadataPolicy, MetadataRefused } from "../images/metadata.ts";
+import { type MetadataPolicy, MetadataRefused } from "../images/metadata/policy.ts";
 import { decoders } from "./work-queue.ts";
 import { logFor } from "../observability/log.ts";
 

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { cpuSecondsOf, DecoderPool } from "../../../src/images/decoder.ts";
 import { decodeAndThumbnail } from "../../../src/images/inspect.ts";
-import { applyMetadataPolicy } from "../../../src/images/metadata.ts";
+import { applyMetadataPolicy } from "../../../src/images/metadata/policy.ts";
 import { formatHostileFigures, runHostileProbe } from "../../../test/support/hostile-probe.ts";
 import { phonePhoto } from "../../../test/support/metadata-fixtures.ts";
 import { render } from "../lib/report.ts";

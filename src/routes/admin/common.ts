@@ -4,7 +4,7 @@ import { bearerToken, clientIp, guardedAuth } from "../../http/auth.ts";
 import { auditDetail, TOKEN_ACTOR, writeAudit } from "../../services/audit.ts";
 import { unauthorized } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
-import { METADATA_POLICIES } from "../../images/metadata.ts";
+import { METADATA_POLICIES } from "../../images/metadata/policy.ts";
 import { CONVERT_FORMATS } from "../../images/process.ts";
 import { GROUP_STRATEGIES_MAX } from "../../db/repositories/strategies.ts";
 import { sameSecretHash, sha256Hex } from "../../services/secrets.ts";

@@ -6,7 +6,7 @@ import { findAlbumForOwner } from "../../db/repositories/users.ts";
 import { AppError, badRequest } from "../../errors.ts";
 import { describeContent, formats, isSupportedExtension, mimeAliases } from "../../images/formats.ts";
 import { type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../../images/inspect.ts";
-import { MetadataRefused } from "../../images/metadata.ts";
+import { MetadataRefused } from "../../images/metadata/policy.ts";
 import type { Caller } from "../caller.ts";
 import { capacityKbOf } from "../profile.ts";
 import { usableStrategiesOf } from "../lookup-cache.ts";

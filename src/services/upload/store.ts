@@ -8,7 +8,7 @@ import { AppError, badRequest } from "../../errors.ts";
 import type { Extension } from "../../images/formats.ts";
 import { DecodeOverBudget } from "../../images/decoder.ts";
 import { decodeAndThumbnail, type Inspection, isSmall } from "../../images/inspect.ts";
-import { applyMetadataPolicy, MetadataRefused } from "../../images/metadata.ts";
+import { applyMetadataPolicy, MetadataRefused } from "../../images/metadata/policy.ts";
 import { planProcessing } from "../../images/process.ts";
 import { decoders, imageWork } from "../work-queue.ts";
 import { StorageError } from "../../storage/index.ts";

@@ -12,7 +12,7 @@ import { GROUP_STRATEGIES_MAX, listStrategies, type Strategy } from "../../db/re
 import { users } from "../../db/schema.ts";
 import { notFound } from "../../errors.ts";
 import { supportedExtensions } from "../../images/formats.ts";
-import { METADATA_POLICIES } from "../../images/metadata.ts";
+import { METADATA_POLICIES } from "../../images/metadata/policy.ts";
 import { CONVERT_FORMATS } from "../../images/process.ts";
 import { type FormFields, formField, readForm } from "../form.ts";
 import { FieldError, FormToken, humanBytes, Notice } from "../layout.tsx";
