@@ -144,7 +144,7 @@ const reconciler = startReconciler(deps, env.RECONCILE_INTERVAL_SECONDS * 1000);
 // webhook deliveries (issue 19): every instance runs workers; the queue gives each job to one of them
 const queue = await startQueue(deps, database.connection!, { concurrency: env.WEBHOOK_CONCURRENCY });
 log.info(
-  { address: `http://${env.HOST}:${server.port}`, base_url: env.BASE_URL, database: database.driver === "postgres" && !database.embedded ? "postgres" : "embedded" },
+  { address: `http://${env.HOST}:${server.port}`, base_url: env.BASE_URL, database: database.embedded ? "embedded" : "postgres" },
   `Image host listening on http://${env.HOST}:${server.port} (public address ${env.BASE_URL}, ` +
     `database: ${database.embedded ? `embedded in ${database.embedded.dir}` : "PostgreSQL"}). Docs: ${env.BASE_URL}/docs`,
 );

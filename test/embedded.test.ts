@@ -1,14 +1,14 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import { openEmbedded, openPglite } from "../src/db/client.ts";
+import { openEmbedded } from "../src/db/client.ts";
 import { processStartTime, processState, startEmbeddedPostgres } from "../src/db/embedded/index.ts";
 import { seedDatabase } from "../src/db/seed.ts";
 
-/** The embedded PostgreSQL (src/db/embedded/): lifecycle, leftovers, the import of an earlier PGlite directory. */
-setDefaultTimeout(60_000); // clusters are initialised here (and PGlite opened), seconds each on a busy machine
+/** The embedded PostgreSQL (src/db/embedded/): lifecycle, leftovers. */
+setDefaultTimeout(60_000); // clusters are initialised here, seconds each on a busy machine
 const root = join(import.meta.dir, "..");
 const dirs: string[] = [];
 afterAll(() => {
@@ -154,44 +154,5 @@ describe("embedded PostgreSQL", () => {
     proc.kill("SIGKILL");
     await proc.exited;
     expect(await gone(pid)).toBe(true);
-  });
-
-  test("an earlier version's PGlite DATA_DIR/db is copied in once and kept aside", async () => {
-    const dataDir = tempDir();
-    chmodSync(dataDir, 0o700); // under root PostgreSQL runs in a user namespace (or as "postgres"): it must still reach a mode-700 directory
-    const lite = await openPglite(join(dataDir, "db"));
-    await lite.migrate();
-    await seedDatabase(lite.db);
-    await lite.db.execute(sql`insert into users (username, name, email, group_id) values ('alice', 'Alice', 'a@example.com', 1), ('bob', 'Bob', 'b@example.com', 1)`);
-    await lite.db.execute(sql`update groups set allowed_extensions = '["png","gif"]'::jsonb where id = 1`);
-    await lite.close();
-
-    const database = await openEmbedded(dataDir);
-    try {
-      expect(database.embedded?.migratedFrom).toBe(join(dataDir, "db.pglite-migrated"));
-      expect(existsSync(join(dataDir, "db"))).toBe(false);
-      await database.migrate();
-      await seedDatabase(database.db); // does not seed again: the settings row came across
-      const users = (await database.db.execute(sql`select id, username from users order by id`)) as unknown as { id: number; username: string }[];
-      expect(users.map((u) => u.username)).toEqual(["alice", "bob"]);
-      const groups = (await database.db.execute(sql`select allowed_extensions as e from groups order by id`)) as unknown as { e: string[] }[];
-      expect(groups).toHaveLength(2);
-      expect(groups[0]!.e).toEqual(["png", "gif"]);
-      // sequences came across: the next user does not collide
-      const [carol] = (await database.db.execute(
-        sql`insert into users (username, name, email, group_id) values ('carol', 'Carol', 'c@example.com', 1) returning id`,
-      )) as unknown as { id: number }[];
-      expect(carol!.id).toBe(users[1]!.id + 1);
-    } finally {
-      await database.close();
-    }
-    // the next start finds the cluster and nothing left to copy
-    const again = await openEmbedded(dataDir);
-    expect(again.embedded?.migratedFrom).toBeUndefined();
-    await again.close();
-    // a PGlite directory that appears beside a cluster not made from it is refused, not silently set aside
-    renameSync(join(dataDir, "db.pglite-migrated"), join(dataDir, "db"));
-    await expect(openEmbedded(dataDir)).rejects.toThrow("move one of them away");
-    expect(existsSync(join(dataDir, "db", "PG_VERSION"))).toBe(true);
   });
 });

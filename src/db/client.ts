@@ -1,10 +1,7 @@
-import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
@@ -29,7 +26,7 @@ export interface Database {
   db: Db;
   /** How to reach it (a URL, or the embedded server's socket): the job queue opens its own small pool with it. */
   connection?: Connection;
-  driver: "postgres" | "pglite";
+  driver: "postgres";
   /**
    * Applies drizzle/ migrations; idempotent and safe when several instances start at once. `alsoUnderLock` runs
    * after them under the same advisory lock (PostgreSQL only): the layers above install their own schemas there
@@ -37,12 +34,10 @@ export interface Database {
    */
   migrate(alsoUnderLock?: (connection: Connection) => Promise<void>): Promise<void>;
   close(): Promise<void>;
-  /** PGlite only: the whole data directory, to clone a prepared database quickly. */
-  dumpDataDir?: () => Promise<Blob>;
   /** How many connections of the pool are open and in use, read from pg_stat_activity (PostgreSQL only). */
   pool?: () => Promise<{ open: number; inUse: number; max: number }>;
   /** The embedded PostgreSQL this process started (openEmbedded). */
-  embedded?: { dir: string; created: boolean; startMs: number; migratedFrom?: string };
+  embedded?: { dir: string; created: boolean; startMs: number };
 }
 
 export const migrationsFolder = resolve(import.meta.dir, "../../drizzle");
@@ -96,8 +91,7 @@ const EMBEDDED_IDLE_SECONDS = 10;
 /**
  * The embedded default: a PostgreSQL server started by this process on DATA_DIR/postgres (see embedded/),
  * reached through postgres.js like any other, and stopped by close(). A lock file keeps a second server off the
- * same DATA_DIR. A PGlite database left in DATA_DIR/db by an earlier version is copied in at the first start and
- * then kept, untouched, as DATA_DIR/db.pglite-migrated.
+ * same DATA_DIR.
  */
 export async function openEmbedded(
   dataDir: string,
@@ -107,34 +101,12 @@ export async function openEmbedded(
   const releaseLock = await lockDirectory(dataDir);
   let server: EmbeddedPostgres | undefined;
   try {
-    const legacy = join(dataDir, "db");
-    const cluster = join(dataDir, "postgres");
-    const marker = join(cluster, IMPORTED_MARKER);
-    const hasLegacy = existsSync(join(legacy, "PG_VERSION"));
-    if (hasLegacy && existsSync(join(cluster, "PG_VERSION")) && !existsSync(marker)) {
-      throw new Error(
-        `${resolve(legacy)} holds a PGlite database (the embedded database of earlier versions) and ${resolve(cluster)} ` +
-          "the embedded PostgreSQL, which was not made from it: move one of them away (the PGlite one is copied in " +
-          "when it is alone).",
-      );
-    }
-    server = await startEmbeddedPostgres(cluster, {
-      onUnexpectedExit: options.onUnexpectedExit,
-      prepare: hasLegacy
-        ? async (staging) => {
-            await importPglite(legacy, staging.connection());
-            writeFileSync(join(staging.dir, IMPORTED_MARKER), `${resolve(legacy)}\n`);
-          }
-        : undefined,
-    });
-    // the cluster is moved into place only once the copy is complete; the marker says the PGlite files were copied
-    const migratedFrom = hasLegacy ? retirePglite(legacy) : undefined;
-    rmSync(marker, { force: true });
+    server = await startEmbeddedPostgres(join(dataDir, "postgres"), { onUnexpectedExit: options.onUnexpectedExit });
     const database = openPostgres(server.connection(), { max: options.max ?? EMBEDDED_POOL, idleTimeoutSeconds: EMBEDDED_IDLE_SECONDS });
     const running = server;
     return {
       ...database,
-      embedded: { dir: running.dir, created: running.created, startMs: running.startMs, migratedFrom },
+      embedded: { dir: running.dir, created: running.created, startMs: running.startMs },
       async close() {
         try {
           await database.close();
@@ -186,111 +158,6 @@ export async function attachEmbedded(
         } finally {
           releaseLock();
         }
-      },
-    };
-  } catch (e) {
-    releaseLock();
-    throw e;
-  }
-}
-
-/** Left in a cluster made from a PGlite directory until that directory has been moved aside. */
-const IMPORTED_MARKER = "imported-from-pglite";
-
-const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
-/**
- * Copies a PGlite database (an earlier version's DATA_DIR/db) into a fresh embedded cluster: both are brought to
- * this version's schema by the same migrations, then every table of the public schema is copied with COPY (text
- * format: every value exactly as PostgreSQL prints it), row counts are compared and sequences carried over.
- */
-async function importPglite(legacyDir: string, target: ConnectionOptions) {
-  console.log(`Copying the PGlite database in ${resolve(legacyDir)} into the embedded PostgreSQL (once)…`);
-  const t0 = performance.now();
-  const lite = await PGlite.create({ dataDir: legacyDir });
-  const sql = postgres({ ...target, max: 1, onnotice: () => {} });
-  try {
-    await migratePglite(drizzlePglite(lite, { schema }), { migrationsFolder });
-    await migratePostgres(drizzlePostgres(sql, { schema }), { migrationsFolder });
-    await sql`set session_replication_role = replica`; // no foreign-key triggers while tables arrive in any order
-    const tables = (
-      await lite.query<{ name: string }>(`select tablename as name from pg_tables where schemaname = 'public' order by 1`)
-    ).rows;
-    let rows = 0;
-    for (const { name } of tables) {
-      const columns = (
-        await lite.query<{ c: string }>(
-          `select column_name as c from information_schema.columns
-           where table_schema = 'public' and table_name = $1 and is_generated = 'NEVER' order by ordinal_position`,
-          [name],
-        )
-      ).rows
-        .map((r) => quote(r.c))
-        .join(", ");
-      const table = `public.${quote(name)}`;
-      const { blob } = await lite.query(`copy ${table} (${columns}) to '/dev/blob'`);
-      if (blob && blob.size > 0) {
-        const data = new Uint8Array(await blob.arrayBuffer());
-        const stream = await sql.unsafe(`copy ${table} (${columns}) from stdin`).writable();
-        await new Promise<void>((done, fail) => {
-          stream.on("error", fail);
-          stream.on("finish", done);
-          stream.end(data);
-        });
-      }
-      const [source] = (await lite.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows;
-      const [copied] = await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from ${table}`);
-      if (source?.n !== copied?.n) throw new Error(`copying ${name}: ${source?.n} rows in PGlite, ${copied?.n} copied`);
-      rows += copied!.n;
-    }
-    const sequences = (
-      await lite.query<{ name: string; value: string | number | null }>(
-        `select sequencename as name, last_value as value from pg_sequences where schemaname = 'public'`,
-      )
-    ).rows;
-    for (const { name, value } of sequences) {
-      if (value !== null) await sql`select setval(${`public.${quote(name)}`}::regclass, ${String(value)}::bigint, true)`;
-    }
-    console.log(`Copied ${tables.length} tables (${rows} rows) in ${((performance.now() - t0) / 1000).toFixed(1)} s.`);
-  } finally {
-    await sql.end({ timeout: 5 });
-    await lite.close();
-  }
-}
-
-/** Moves the copied PGlite directory out of the way (kept, untouched, for the user to delete). */
-function retirePglite(legacyDir: string): string {
-  let kept = `${legacyDir}.pglite-migrated`;
-  if (existsSync(kept)) kept = `${kept}-${Date.now()}`;
-  renameSync(legacyDir, kept);
-  console.log(
-    `The PGlite database of an earlier version now lives in the embedded PostgreSQL; its old files are kept in ${resolve(kept)} (delete them when satisfied).`,
-  );
-  return resolve(kept);
-}
-
-/**
- * PGlite, the embedded database of earlier versions (kept to import their data directories, and for
- * benchmarks). PGlite is a single connection inside this process: two processes opening the same directory
- * would silently lose writes, so a lock file guards the directory.
- */
-export async function openPglite(dataDir: string | undefined, options: { loadDataDir?: Blob } = {}): Promise<Database> {
-  let releaseLock = () => {};
-  if (dataDir) {
-    mkdirSync(dataDir, { recursive: true });
-    releaseLock = await lockDirectory(dataDir);
-  }
-  try {
-    const client = await PGlite.create({ dataDir, loadDataDir: options.loadDataDir });
-    const db: Db = drizzlePglite(client, { schema });
-    return {
-      db,
-      driver: "pglite",
-      migrate: () => migratePglite(drizzlePglite(client, { schema }), { migrationsFolder }),
-      dumpDataDir: async () => (await client.dumpDataDir("none")) as Blob,
-      async close() {
-        await client.close();
-        releaseLock();
       },
     };
   } catch (e) {

@@ -90,7 +90,7 @@ export async function initdb(bin: Binaries, dir: string, runner: Runner, durable
 
 /**
  * Starts (initialising it first when `dir` holds no cluster) a PostgreSQL server on `dir` as a child of this
- * process. A new cluster is initialised in `dir.init` and renamed into place once `prepare` has run, so an
+ * process. A new cluster is initialised in `dir.init` and renamed into place once initdb has finished, so an
  * interrupted first start leaves nothing half made.
  */
 export async function startEmbeddedPostgres(dir: string, options: EmbeddedOptions = {}): Promise<EmbeddedPostgres> {
@@ -140,14 +140,6 @@ export async function startEmbeddedPostgres(dir: string, options: EmbeddedOption
       throw new Error(
         `${(e as Error).message.split("\n")[0]}; as the user "postgres": ${(second as Error).message.split("\n")[0]}. Move DATA_DIR, or set DATABASE_URL.`,
       );
-    }
-  }
-  if (options.prepare) {
-    const temporary = await run(bin, staging, logFile, runner, durable, options.settings);
-    try {
-      await options.prepare({ ...temporary, created: true, startMs: performance.now() - t0 });
-    } finally {
-      await temporary.stop();
     }
   }
   rmSync(dir, { recursive: true, force: true }); // an empty directory at most (checked above)

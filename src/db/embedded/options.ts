@@ -13,8 +13,6 @@ export interface EmbeddedOptions {
   durable?: boolean;
   /** Extra or overriding server settings (`name → value`). */
   settings?: Record<string, string>;
-  /** Called once when a cluster is initialised in a temporary directory, before it is moved into place. */
-  prepare?: (server: EmbeddedPostgres) => Promise<void>;
   /** Called if the server exits without stop() (a crash, or killed): the caller decides whether to go on. */
   onUnexpectedExit?: (code: number | null, signal: string | null, logFile: string) => void;
 }

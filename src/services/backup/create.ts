@@ -58,9 +58,7 @@ export async function createBackup(options: CreateOptions): Promise<BackupSummar
     throw new BackupError(`cannot open the embedded database of ${dataDir}: ${e.message}`);
   });
   if (!attached) {
-    throw new BackupError(`${dataDir} holds no embedded database (no ${join(dataDir, "postgres")}): nothing to back up`, [
-      "Check DATA_DIR. A DATA_DIR of an earlier version (PGlite, DATA_DIR/db) is converted by starting the server once.",
-    ]);
+    throw new BackupError(`${dataDir} holds no embedded database (no ${join(dataDir, "postgres")}): nothing to back up`);
   }
   const temp = `${file}.tmp`;
   const spool = `${file}.tmp-tables`;
