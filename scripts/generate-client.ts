@@ -1,6 +1,6 @@
 /**
  * Generates a third-party TypeScript client from the committed spec with @hey-api/openapi-ts (fetch client,
- * types and SDK functions), into test/.generated/hey-api/ (gitignored). test/generated-client.test.ts calls
+ * types and SDK functions), into test/.generated/hey-api/ (gitignored). test/api/generated-client.test.ts calls
  * ensureClient(), which generates it when it is missing or was made from another version of the spec, then
  * type-checks the output and uses it against a real server.
  *

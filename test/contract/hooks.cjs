@@ -333,8 +333,8 @@ operation('/api/v1/upload > Upload an image', {
     auth(t, s.alice.token);
     multipartBody(t, [{ name: 'permission', value: '1' }]); // no file field
   },
-  408: skip('a 408 needs a sender that stalls mid-body; Dredd sends whole bodies (test/hardening.test.ts stalls one)'),
-  503: skip('a 503 needs the server\'s 64 upload bodies in flight at once; test/hardening.test.ts holds them'),
+  408: skip('a 408 needs a sender that stalls mid-body; Dredd sends whole bodies (test/security/hardening.test.ts stalls one)'),
+  503: skip('a 503 needs the server\'s 64 upload bodies in flight at once; test/security/hardening.test.ts holds them'),
   500: skip(SKIP_500),
 });
 

@@ -2,7 +2,7 @@
  * What strangers and abusive users cost the real server: `bun run src/server.ts` of a checkout as a process of its
  * own (fresh DATA_DIR, embedded database, a free loopback port), and clients that speak raw HTTP/1.1 on sockets, each
  * from its own loopback address (127.0.0.x, Linux), like an attacker with many addresses, so per-address bounds do not
- * hide what the body and decode paths cost. Used by test/resource.test.ts and test/support/hostile-probe.ts.
+ * hide what the body and decode paths cost. Used by test/security/resource.test.ts and test/support/hostile-probe.ts.
  */
 import { randomFillSync } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
