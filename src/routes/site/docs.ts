@@ -1,10 +1,9 @@
-import { dirname, join } from "node:path";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
 import type { AppEnv } from "../../http/types.ts";
 
-// the standalone bundle is not in the package exports; it sits beside the main entry
-const scalarBundle = join(dirname(Bun.resolveSync("@scalar/api-reference", import.meta.dir)), "browser/standalone.js");
+// @scalar/api-reference's standalone bundle, vendored by `bun run vendor:scalar` (docs/decisions/vendored-scalar-bundle.md)
+const scalarBundle = Bun.file(new URL("../../web/assets/vendor/scalar/standalone.js", import.meta.url));
 const favicon = Bun.file(new URL("./favicon.svg", import.meta.url));
 
 /**
@@ -46,7 +45,7 @@ const reference = Scalar<AppEnv>({
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.get("/docs/scalar.js", () =>
-    new Response(Bun.file(scalarBundle), {
+    new Response(scalarBundle, {
       headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" },
     }),
   );
