@@ -2,12 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, t
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { tokens } from "../src/db/schema.ts";
-import { sha256Hex } from "../src/services/secrets.ts";
-import { applyMetadataPolicy } from "../src/images/metadata/policy.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
-import { makeImage, makeNoisyJpeg, multipart, pngHeaderClaiming } from "./support/images.ts";
-import { describeAnswer, expectStatus, type ReadAnswer } from "./support/status.ts";
+import { tokens } from "../../src/db/schema.ts";
+import { sha256Hex } from "../../src/services/secrets.ts";
+import { applyMetadataPolicy } from "../../src/images/metadata/policy.ts";
+import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
+import { makeImage, makeNoisyJpeg, multipart, pngHeaderClaiming } from "../support/images.ts";
+import { describeAnswer, expectStatus, type ReadAnswer } from "../support/status.ts";
 
 /**
  * Hostile input: every bad input is a clear 4xx in the envelope (never a 500), and a refused request leaves

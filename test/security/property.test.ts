@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import fc from "fast-check";
-import { applyMetadataPolicy } from "../src/images/metadata/policy.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
-import { makeAnimatedGif, makeImage, makeNoisyJpeg } from "./support/images.ts";
-import { expectStatus } from "./support/status.ts";
+import { applyMetadataPolicy } from "../../src/images/metadata/policy.ts";
+import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
+import { makeAnimatedGif, makeImage, makeNoisyJpeg } from "../support/images.ts";
+import { expectStatus } from "../support/status.ts";
 
 /**
  * Property-based: random paths, queries, headers and bodies (JSON, forms, hand-written multipart) thrown at

@@ -6,16 +6,16 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { DecoderPool } from "../src/images/decoder.ts";
-import { applyMetadataPolicy, checkContainer, ContainerRefused, MetadataRefused } from "../src/images/metadata/policy.ts";
-import { jpegScanCount } from "../src/images/inspect.ts";
-import { STRIP_IN_PROCESS_BYTES } from "../src/services/upload/checks.ts";
-import { decoders } from "../src/services/work-queue.ts";
-import { formatHostileFigures, runHostileProbe } from "./support/hostile-probe.ts";
-import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
-import { type HostileFile, hostileCorpus } from "./support/hostile-corpus.ts";
-import { phonePhoto } from "./support/metadata-fixtures.ts";
-import { expectStatus } from "./support/status.ts";
+import { DecoderPool } from "../../src/images/decoder.ts";
+import { applyMetadataPolicy, checkContainer, ContainerRefused, MetadataRefused } from "../../src/images/metadata/policy.ts";
+import { jpegScanCount } from "../../src/images/inspect.ts";
+import { STRIP_IN_PROCESS_BYTES } from "../../src/services/upload/checks.ts";
+import { decoders } from "../../src/services/work-queue.ts";
+import { formatHostileFigures, runHostileProbe } from "../support/hostile-probe.ts";
+import { createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
+import { type HostileFile, hostileCorpus } from "../support/hostile-corpus.ts";
+import { phonePhoto } from "../support/metadata-fixtures.ts";
+import { expectStatus } from "../support/status.ts";
 
 setDefaultTimeout(240_000);
 

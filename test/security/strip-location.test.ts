@@ -9,13 +9,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
-import { applyMetadataPolicy, LocationRefused } from "../src/images/metadata/policy.ts";
-import { findLocation } from "../src/images/metadata/scan.ts";
-import { createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
-import { makeImage } from "./support/images.ts";
-import { type LocationFile, locationCorpus } from "./support/location-corpus.ts";
-import { phonePhoto } from "./support/metadata-fixtures.ts";
-import { expectStatus } from "./support/status.ts";
+import { applyMetadataPolicy, LocationRefused } from "../../src/images/metadata/policy.ts";
+import { findLocation } from "../../src/images/metadata/scan.ts";
+import { createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
+import { makeImage } from "../support/images.ts";
+import { type LocationFile, locationCorpus } from "../support/location-corpus.ts";
+import { phonePhoto } from "../support/metadata-fixtures.ts";
+import { expectStatus } from "../support/status.ts";
 
 setDefaultTimeout(240_000);
 

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { eq } from "drizzle-orm";
 import exifr from "exifr";
 import sharp from "sharp";
-import { main } from "../src/cli/index.ts";
-import { images, strategies, users } from "../src/db/schema.ts";
-import { applyMetadataPolicy, type MetadataPolicy } from "../src/images/metadata/policy.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "./support/harness.ts";
-import { makeAnimatedGif, makeImage } from "./support/images.ts";
-import { phonePhoto, type PhoneFormat } from "./support/metadata-fixtures.ts";
-import { expectStatus } from "./support/status.ts";
+import { main } from "../../src/cli/index.ts";
+import { images, strategies, users } from "../../src/db/schema.ts";
+import { applyMetadataPolicy, type MetadataPolicy } from "../../src/images/metadata/policy.ts";
+import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
+import { makeAnimatedGif, makeImage } from "../support/images.ts";
+import { phonePhoto, type PhoneFormat } from "../support/metadata-fixtures.ts";
+import { expectStatus } from "../support/status.ts";
 
 // servers, databases and images on a busy 2-core machine take longer than bun's default 5 s
 setDefaultTimeout(60_000);
