@@ -400,6 +400,11 @@ describe("configuration", () => {
 
 describe("storage", () => {
   test("storage reconcile --dry-run reports an orphan and keeps it; storage reconcile removes it", async () => {
+    // a deployment's storage is marked as its database's by the reconcile the server runs at start
+    // (docs/decisions/storage-database-marker.md); the in-process app runs none, so the first reconcile is run here
+    const marked = JSON.parse(await ok("storage", "reconcile", "--json"));
+    expect(marked.locations[0]).toMatchObject({ orphans_found: 0 });
+    expect(existsSync(join(ctx.dataDir, "uploads", ".image-host-database"))).toBe(true);
     const orphan = `2026/01/02/${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}.png`;
     const file = join(ctx.dataDir, "uploads", orphan);
     mkdirSync(dirname(file), { recursive: true });

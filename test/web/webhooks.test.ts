@@ -97,7 +97,7 @@ describe("user center: /user/webhooks", () => {
     const secret = secretIn(html);
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/=]{40,}$/);
     expect(html).toContain("it will not be shown again");
-    expect(html).toContain("“Events”");
+    expect(html).toContain("docs/webhooks.md shows how, and what each event holds");
     const [row] = await endpointsOf(user.id);
     expect(row).toMatchObject({ url: RECEIVER, description: "my receiver", events: ["image.uploaded", "image.deleted"], enabled: true });
     expect(row!.secretSealed).not.toContain(secret!.slice(6));
