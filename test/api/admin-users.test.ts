@@ -1,5 +1,5 @@
 /**
- * Issue 18, the administrator's side of accounts through the admin API and the CLI: the administrator role, search,
+ * The administrator's side of accounts through the admin API and the CLI: the administrator role, search,
  * signing a user out everywhere, one-time password links (and their page), deleting a user with their images, and the
  * audit log every change writes.
  */

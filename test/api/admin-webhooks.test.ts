@@ -1,5 +1,5 @@
 /**
- * Issue 19, the site-wide webhook endpoints through the admin API: making them (the secret shown once, stored sealed),
+ * The site-wide webhook endpoints through the admin API: making them (the secret shown once, stored sealed),
  * reading them (never the secret), the URL and event rules, the cap under concurrency, switching on and off, rotation,
  * test events, the delivery log and resending, the audit log, and a user's endpoints seen by an administrator.
  */

@@ -78,7 +78,7 @@ describe("administration API", () => {
   });
 });
 
-// issue 15 item 2: every list has a LIMIT — the admin group and strategy lists are pages, a group's strategies are bounded
+// every list has a LIMIT — the admin group and strategy lists are pages, a group's strategies are bounded
 describe("bounded group and strategy lists", () => {
   test("GET /api/admin/groups is a page: page, per_page (1–500), current_page, last_page, total", async () => {
     for (let i = 0; i < 3; i++) await ctx.admin("POST", "/api/admin/groups", { name: `paged-group-${i}` });

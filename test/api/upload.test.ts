@@ -256,7 +256,7 @@ describe("check 1: format", () => {
     }
   });
 
-  test("content of another type: the message names what the file is (issue 16)", async () => {
+  test("content of another type: the message names what the file is", async () => {
     const before = await snapshot();
     const jpeg = await makeNoisyJpeg(120, 80);
     const res = await ctx.upload(alice.token, { bytes: jpeg, filename: "holiday.png", contentType: "application/octet-stream" });

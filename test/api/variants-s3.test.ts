@@ -15,7 +15,7 @@ import { expectStatus } from "../support/status.ts";
 setDefaultTimeout(60_000);
 
 /**
- * Variants on an S3 strategy (issue 17 §3, "Variants work on every strategy"), end to end against s3rver in this
+ * Variants on an S3 strategy (variants work on every strategy), end to end against s3rver in this
  * process. The strategy's public address (cdn.example.com) is not reachable from here: the original is read through
  * the storage with the strategy's credentials (Storage.read), never through its public address.
  */

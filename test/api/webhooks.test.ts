@@ -17,7 +17,7 @@ import { expectStatus } from "../support/status.ts";
 setDefaultTimeout(60_000);
 
 /**
- * Issue 19: events delivered to a local receiver by this test's own queue worker (graphile-worker, in this process),
+ * Events delivered to a local receiver by this test's own queue worker (graphile-worker, in this process),
  * with a fast retry schedule. Every request the receiver takes is checked with the `standardwebhooks` library.
  */
 type Ctx = Awaited<ReturnType<typeof createTestContext>>;

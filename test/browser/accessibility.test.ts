@@ -1,5 +1,5 @@
 /**
- * Accessibility and "every page in Chromium" (issue 18's quality bar). A new user and a new administrator (made
+ * Accessibility and "every page in Chromium". A new user and a new administrator (made
  * through the admin API, as the README tells an administrator) each with a little content (three images, an album,
  * an API token); the browser signs in as each and crawls every page reachable by links from /user/dashboard within
  * /user/ (same origin, GET only, no sign-out, no downloads or assets, one page per route shape so that a detail page

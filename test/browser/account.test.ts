@@ -1,5 +1,5 @@
 /**
- * Issue 18's account page and small things in a real browser (Debian's Chromium through playwright-core): dates
+ * The account page and small things in a real browser (Debian's Chromium through playwright-core): dates
  * rewritten to the viewer's time zone (a browser in Asia/Tokyo) and left in UTC without JavaScript; the sessions list
  * and ending another session; the upload page refusing a file over the group's limit, or of another type, before
  * sending it and without a broken preview; the copy buttons on a phone-sized window without the Clipboard API (a

@@ -1,5 +1,5 @@
 /**
- * Issue 18 in a real browser (Debian's Chromium through playwright-core): a new user makes an album, uploads into it
+ * The user center's and admin pages' journeys in a real browser (Debian's Chromium through playwright-core): a new user makes an album, uploads into it
  * from the upload page, finds images by album and by name, makes one private, opens an image's page and copies its
  * link, moves images out, deletes the album (its images stay); a new administrator finds that user, changes their
  * capacity, makes a one-time password link that the user then uses. At desktop and phone widths; every request that
@@ -28,7 +28,7 @@ async function signIn(p: Page, login: string, password = PASSWORD) {
   await Promise.all([p.waitForURL(`${origin}/user/dashboard`), p.getByRole("button", { name: "Sign in" }).click()]);
 }
 
-describe.skipIf(!hasChromium)("issue 18 journeys in Chromium", () => {
+describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () => {
   beforeAll(async () => {
     site = await startBrowserSite({
       artifacts: ARTIFACTS,

@@ -1,5 +1,5 @@
 /**
- * The "Responsive HTML" snippet (issue 17 §3): its exact format (always run), then in a real browser (Debian's
+ * The "Responsive HTML" snippet: its exact format (always run), then in a real browser (Debian's
  * Chromium through playwright-core): a signed-in user uploads a 2000×1500 JPEG on the upload page, copies the
  * snippet from the upload result (clipboard) and finds the same one in the image grid; the snippet, loaded in a page
  * 400 CSS px wide at device scale 1, makes Chromium fetch one variant in a modern format at the width the srcset

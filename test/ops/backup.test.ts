@@ -417,7 +417,7 @@ describe.skipIf(onPostgres)("backup and restore of the embedded DATA_DIR", () =>
 });
 
 /**
- * Issue 15, item 5: a crafted archive (consistent checksums, so only the rule stops it) whose manifest puts a
+ * A crafted archive (consistent checksums, so only the rule stops it) whose manifest puts a
  * root's objects outside DATA_DIR, or into the database directory, is refused before anything is written.
  */
 describe.skipIf(onPostgres)("restore writes only under DATA_DIR and confirmed roots, never the database directory", () => {
@@ -540,7 +540,7 @@ test("backup refuses a DATABASE_URL deployment and points to docs/backups.md", a
 });
 
 /**
- * Issue 17 §3: variants are derived data. A backup holds neither their objects nor their rows (image_variants is an
+ * Variants are derived data. A backup holds neither their objects nor their rows (image_variants is an
  * empty entry), so a restore never leaves a row naming a missing object; the restored server makes each variant again
  * on its first request. Last in the file: the tests above compare the live DATA_DIR with restores file by file.
  */

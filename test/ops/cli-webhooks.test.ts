@@ -1,4 +1,4 @@
-/** Issue 19: `bun run cli webhook ...`, a client of the admin API's site-wide webhook endpoints, against a real server. */
+/** `bun run cli webhook ...`, a client of the admin API's site-wide webhook endpoints, against a real server. */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { eq } from "drizzle-orm";

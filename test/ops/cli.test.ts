@@ -476,7 +476,7 @@ describe("messages said once", () => {
   });
 });
 
-describe("token labels and use (issue 16 item 11)", () => {
+describe("token labels and use", () => {
   test("token create --label names the token; token list shows label, kind, created and last used", async () => {
     const { id, username } = await createUser();
     const created = await ok("token", "create", username, "--label", "laptop ShareX");
@@ -518,7 +518,7 @@ describe("token labels and use (issue 16 item 11)", () => {
   });
 });
 
-describe("group and strategy lists are pages (issue 15 item 2)", () => {
+describe("group and strategy lists are pages", () => {
   test("group list and strategy list take --page and --per-page and say where more is", async () => {
     const { total: groups } = JSON.parse(await ok("group", "list", "--json"));
     const first = await ok("group", "list", "--per-page", "1");

@@ -12,7 +12,7 @@ import { freePort, startServer } from "../support/processes.ts";
 setDefaultTimeout(60_000);
 
 /**
- * Issue 15 item 7, at CI scale: two real servers (src/server.ts) on one PostgreSQL and one DATA_DIR; one is SIGKILLed
+ * Crash recovery at CI scale: two real servers (src/server.ts) on one PostgreSQL and one DATA_DIR; one is SIGKILLed
  * in the middle of a burst of uploads and deletes. The survivor, without a restart and without the reconciler, must
  * within seconds list only images whose objects it serves, answer 404 for every deleted image (even those whose
  * facts it had cached), keep every account's charge equal to its images, and hold no file that no record names —

@@ -7,7 +7,7 @@ import { processState } from "../../src/db/embedded/index.ts";
 import { freePort } from "../support/processes.ts";
 
 /**
- * The first hour on a new machine (issue 16), with the real server and CLI as a user runs them:
+ * The first hour on a new machine, with the real server and CLI as a user runs them:
  * - a fresh clone of this repository's committed HEAD, in a directory only its owner may enter (mode 700), set up
  *   with the README's commands (`bun install`, `bun run server`, `bun run cli user create …`, `bun run cli token
  *   create …`, an upload): as root (the embedded PostgreSQL then runs in a user namespace) and as an unprivileged

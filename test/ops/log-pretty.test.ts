@@ -1,5 +1,5 @@
 /**
- * LOG_FORMAT=pretty (issue 16 item 10): a readable line, the message then only what it does not already say, as
+ * LOG_FORMAT=pretty: a readable line, the message then only what it does not already say, as
  * key=value — never every field again as JSON. The JSON format keeps every field.
  */
 import { describe, expect, test } from "bun:test";
@@ -36,7 +36,7 @@ describe("pretty log lines", () => {
     for (const said of ["POST", "/api/v1/upload", "41.7"]) expect(lines[0]!.split(said)).toHaveLength(2);
   });
 
-  test("the line of the issue's example: GET /health with a request id", () => {
+  test("a request's line: GET /health with a request id", () => {
     const { log, lines } = capture("pretty");
     log.info({ request_id: "r1", status: 200 }, "GET /health 200 1.2 ms");
     expect(lines.join("")).toMatch(new RegExp(`^${TIME} INFO: GET /health 200 1\\.2 ms request_id=r1\\n$`));

@@ -1,5 +1,5 @@
 /**
- * The nginx recipe (deploy/nginx.conf), run as written in front of the app (issue 16 item 7): nginx's own refusals
+ * The nginx recipe (deploy/nginx.conf), run as written in front of the app: nginx's own refusals
  * answer the API's JSON envelope, not nginx's HTML pages, and a normal call goes through.
  *
  * The recipe is used as committed, with only what a loopback run must change: the listen addresses (loopback ports,

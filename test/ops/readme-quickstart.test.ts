@@ -6,7 +6,7 @@ import sharp from "sharp";
 import { freePort } from "../support/processes.ts";
 
 /**
- * The README's Quick start, run exactly as written on a fresh clone (issue 16, "Done when").
+ * The README's Quick start, run exactly as written on a fresh clone.
  *
  * - The ```sh block under the "## Quick start" heading of the clone's README.md is the script; its lines are run
  *   one by one, unchanged. Blank lines and comment lines are skipped (the shell would skip them too).

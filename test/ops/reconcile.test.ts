@@ -327,7 +327,7 @@ describe("s3 strategy", () => {
 });
 
 /**
- * Issue 15, item 6: a location reached through another spelling (a symlink, a bind mount, `..`, a respelled S3
+ * A location reached through another spelling (a symlink, a bind mount, `..`, a respelled S3
  * endpoint) is the same location. The attack: a second strategy whose root is an alias of the first's made the
  * reconciler take the first's live images for orphans and delete them after the grace period.
  */

@@ -19,7 +19,7 @@ import { expectStatus } from "../support/status.ts";
 setDefaultTimeout(60_000);
 
 /**
- * Issue 15 item 7: pending removals. A crash is simulated by stopping a step where a killed process would stop (the
+ * Pending removals. A crash is simulated by stopping a step where a killed process would stop (the
  * delete's transaction committed, its objects not yet removed; an upload's objects written, its record never made),
  * then a removal worker's pass (runDueRemovals) plays the part of a surviving instance.
  */

@@ -10,7 +10,7 @@ import { freePort, startServer } from "../support/processes.ts";
 setDefaultTimeout(120_000);
 
 /**
- * Issue 19 with real servers (src/server.ts): a kill -9 while a delivery is in flight loses nothing (the restarted
+ * Webhook delivery with real servers (src/server.ts): a kill -9 while a delivery is in flight loses nothing (the restarted
  * instance sends it again), and two instances on one database deliver every event, none twice.
  */
 const ADMIN_TOKEN = "webhooks-crash-admin-token-0123456789abcdef";

@@ -1,6 +1,8 @@
 /**
- * Issue 15 (Hardening II), items 2, 8, 9, 10, 11 and 13 (parts): each attack reproduced at CI scale, asserting the
- * bound itself (rows of tokens, sessions and users; password verifications; page sizes), not only the status.
+ * Per-caller bounds: temporary tokens per account, one bounded reader for every user-center form, throttles that
+ * reserve before the work, IPv6 addresses counted by their /64, and the Account page's password change. Each attack
+ * reproduced at CI scale, asserting the bound itself (rows of tokens, sessions and users; password verifications;
+ * page sizes), not only the status.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { and, eq, isNotNull, isNull, sql } from "drizzle-orm";
@@ -102,7 +104,7 @@ const issue = (c: TestContext, token: string, num: number, seconds = 3600) =>
 const count = async (where: ReturnType<typeof and>, c: TestContext = ctx) =>
   (await c.db.select({ n: sql<number>`count(*)::int` }).from(tokens).where(where))[0]!.n;
 
-describe("item 2: temporary tokens are bounded per account", () => {
+describe("temporary tokens are bounded per account", () => {
   test("a concurrent burst issues at most the per-minute rate (400 + Retry-After, as every failed check of a known caller); then the live cap holds (400), atomically", async () => {
     const user = await ctx.createUser();
     const live = () => count(and(eq(tokens.userId, user.id), eq(tokens.kind, "temporary"), isNull(tokens.revokedAt)));
@@ -196,7 +198,7 @@ describe("item 2: temporary tokens are bounded per account", () => {
   });
 });
 
-describe("item 8: every user-center form is read by one bounded reader (4xx, never 500)", () => {
+describe("every user-center form is read by one bounded reader (4xx, never 500)", () => {
   test("a NUL in login, in a sign-up field, in a delete key: 422, nothing logged as an error", async () => {
     const { logged, result } = await quietly(async () => {
       const login = await new Visitor().post("/user/login", { login: "bob\u0000", password: PASSWORD });
@@ -283,7 +285,7 @@ describe("item 8: every user-center form is read by one bounded reader (4xx, nev
   });
 });
 
-describe("item 9: throttles reserve before the work", () => {
+describe("throttles reserve before the work", () => {
   test("40 simultaneous sign-ups from one address create 5 accounts", async () => {
     await ctx.admin("PATCH", "/api/admin/settings", { registration_enabled: true });
     try {
@@ -329,7 +331,7 @@ describe("item 9: throttles reserve before the work", () => {
   });
 });
 
-describe("item 10: IPv6 addresses are bounded by their /64", () => {
+describe("IPv6 addresses are bounded by their /64", () => {
   test("addressBucket", () => {
     expect(addressBucket("192.0.2.1")).toBe("192.0.2.1");
     expect(addressBucket("2001:db8:1:2:3:4:5:6")).toBe("2001:db8:1:2::/64");
@@ -374,7 +376,7 @@ describe("item 10: IPv6 addresses are bounded by their /64", () => {
   });
 });
 
-describe("item 13: odds and ends", () => {
+describe("notices and the password change", () => {
   test("/user/images?deleted=<text> never echoes the text", async () => {
     const { visitor } = await signedIn();
     const html = await (await visitor.get(`/user/images?deleted=${encodeURIComponent("Your account is suspended: call +1 555 0100")}`)).text();

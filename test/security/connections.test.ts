@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 4: one address opening thousands of connections that send headers and a partial body must not
+ * One address opening thousands of connections that send headers and a partial body must not
  * take the service offline. The real server (src/server.ts) faces the attack directly, without a proxy: its
  * connection gate answers everything beyond the address's share at once and closes it, the bodies it admitted
  * end at the body deadline, and nothing is logged as a server error.

@@ -31,7 +31,7 @@ describe("the JPEG scan counter walks the stream as libjpeg does", () => {
     const sof = many.indexOf(Buffer.from([0xff, 0xc2]));
     const afterFrame = sof + 2 + many.readUInt16BE(sof + 2);
     const insert = (bytes: number[]) => Buffer.concat([many.subarray(0, afterFrame), Buffer.from(bytes), many.subarray(afterFrame)]);
-    // the attack of issue 15: one stray byte after the frame header stopped the old counter at 0 scans
+    // the attack: one stray byte after the frame header, which a counter stopping at the first byte that is not 0xFF reads as 0 scans
     expect(jpegScanCount(insert([0x42]))).toBe(50);
     expect(jpegScanCount(insert([0x42, 0x00, 0x13, 0x37]))).toBe(50);
     expect(jpegScanCount(insert([0xff, 0xff, 0xff]))).toBe(50);

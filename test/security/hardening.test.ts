@@ -128,7 +128,7 @@ describe("no body is read before the sender is known", () => {
     const refused = await expectStatus(await postUpload(ctx, after), 401);
     expect(refused.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).");
     expect(after.counter.pulled).toBeLessThan(3 * CHUNK);
-    // the same with a real form whose token field follows the file (issue 16: the message names the remedy)
+    // the same with a real form whose token field follows the file (the message names the remedy)
     const form = new FormData();
     form.append("file", new File([Buffer.from(png)], "a.png", { type: "image/png" }));
     form.append("token", token);
@@ -189,7 +189,7 @@ describe("a known caller takes its slots before its body is read", () => {
       const first = streamingUpload({ fileBytes: 1024 * 1024, stallAfter: CHUNK });
       const firstPending = postUpload(ctx, first, ctx.bearer(alice.token));
       for (let i = 0; i < 50 && first.counter.pulled === 0; i++) await Bun.sleep(20);
-      // the attack of issue 15: many slow bodies from one account whose group allows one upload at a time
+      // the attack: many slow bodies from one account whose group allows one upload at a time
       const more = Array.from({ length: 12 }, () => streamingUpload({ fileBytes: 9 * 1024 * 1024, stallAfter: CHUNK }));
       const answers = await Promise.all(more.map((u) => postUpload(ctx, u, ctx.bearer(alice.token))));
       for (const res of answers) expect((await expectStatus(res, 400)).message).toBe("Too many concurrent uploads: at most 1 at a time.");
@@ -333,7 +333,7 @@ describe("images that cost more than they show", () => {
     expect(jpegScanCount(many)).toBe(50);
     const res = await ctx.upload(alice.token, { bytes: many, filename: "scans.jpg", contentType: "image/jpeg" });
     expect(expectStatus(res, 400).message).toBe(`The JPEG has 50 scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
-    // issue 15: one stray byte after the frame header (libjpeg skips it with a warning) no longer hides the scans
+    // one stray byte after the frame header (libjpeg skips it with a warning) hides no scan
     const sof = many.indexOf(Buffer.from([0xff, 0xc2]));
     const afterFrame = sof + 2 + many.readUInt16BE(sof + 2);
     const stray = Buffer.concat([many.subarray(0, afterFrame), Buffer.from([0x42]), many.subarray(afterFrame)]);

@@ -53,7 +53,7 @@ describe.skipIf(!hasProc)("resources under abuse (the real server)", () => {
     expect(m.statuses["401"] ?? 0).toBeGreaterThanOrEqual(1);
     // the 401 comes from the small fields before the file part, not after the body (30 MB takes ~3 s to send)
     expect(m.beforeAnswerMax).toBeLessThan(15 * MB);
-    // before the hardening, 32 such clients cost ~330 MB (each body read up to the largest group limit)
+    // a server that reads each body up to the largest group limit spends ~330 MB on 32 such clients
     expect(m.peakRss - m.idleRss).toBeLessThan(64 * MB);
     // the whole tree too: an embedded database's processes are the server's memory as well
     expect(m.peakTree - m.idleTree).toBeLessThan(64 * MB);

@@ -1,7 +1,7 @@
 import sharp from "sharp";
 
 /**
- * Phone-like fixtures for the metadata policy (issue 17 §1): a noisy photo with EXIF as a phone writes it (make,
+ * Phone-like fixtures for the metadata policy: a noisy photo with EXIF as a phone writes it (make,
  * model, serials, capture date, owner, a GPS position), an XMP packet with a location (exif:GPS*, photoshop:City,
  * Iptc4xmpCore:Location), a rotated orientation and an embedded ICC profile (Display P3). Built with sharp, so the
  * bytes are the same every run.

@@ -1,5 +1,5 @@
 /**
- * The Account page's routes (issue 18), in-process: the User-Agent a session keeps, the email change, the list of
+ * The Account page's routes, in-process: the User-Agent a session keeps, the email change, the list of
  * the account's sessions and ending one or all the others, the authorization of each new form, the no-script revoke
  * confirmation of the API tokens page, and the upload page's limits handed to its script.
  * The browser's side is test/browser/account.test.ts.

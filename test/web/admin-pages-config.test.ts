@@ -1,5 +1,5 @@
 /**
- * Issue 18, the admin pages of the service's configuration: Groups (every field of GroupInput, ordered strategies),
+ * The admin pages of the service's configuration: Groups (every field of GroupInput, ordered strategies),
  * Strategies (local and S3 forms, write-only secrets, the Test button and POST /api/admin/strategies/{id}/test) and
  * Settings (the three switches). Every change goes through the admin API (its validation, its messages, its audit
  * log naming the administrator); the authorization matrix of every page and form post.

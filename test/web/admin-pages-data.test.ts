@@ -1,5 +1,5 @@
 /**
- * Issue 18, the admin pages of the site's data: GET /api/admin/images (every image, users' and guests', with its
+ * The admin pages of the site's data: GET /api/admin/images (every image, users' and guests', with its
  * filters) and DELETE /api/admin/images/{key} (the API delete's guarantees, for a user's and a guest's image); the
  * Images page (filters, thumbnails, pages, delete one, delete a selection, each audited under the administrator), the
  * Maintenance page (the reconciler's dry run and its application), the Audit log page (newest first, keyset pages);

@@ -1,5 +1,5 @@
 /**
- * Issue 18: the admin Overview and Users pages, in-process. Every change goes through the admin API (same validation,
+ * The admin Overview and Users pages, in-process. Every change goes through the admin API (same validation,
  * same messages, the audit log naming the administrator); the authorization matrix of every page and form post.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";

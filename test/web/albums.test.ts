@@ -1,5 +1,5 @@
 /**
- * Albums in the user center (issue 18): create, rename, delete (images kept, in no album), move selected images in and
+ * Albums in the user center: create, rename, delete (images kept, in no album), move selected images in and
  * out, filter the grid; the profile's album count stays exact; and the authorization matrix of every new page and
  * form post (anonymous, the owner, another user, a disabled account, the site switch off, a cross-site post).
  */

@@ -1,5 +1,5 @@
 /**
- * Finding and acting on images in the user center (issue 18): the Images page's search, sorts and filters (kept
+ * Finding and acting on images in the user center: the Images page's search, sorts and filters (kept
  * across pages and forms; unknown values are the defaults; a bad search is a 422), bulk delete / make public or
  * private / move (the account's own images only, at most MOVE_MAX), the image page /user/images/{key}, the listing's
  * plans with 100,000 images in one account, and the authorization matrix of every new page and form post

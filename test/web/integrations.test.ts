@@ -1,5 +1,5 @@
 /**
- * Integrations (issue 18): /user/integrations gives uploaders' settings, and every one of them really uploads.
+ * Integrations: /user/integrations gives uploaders' settings, and every one of them really uploads.
  *
  * The site runs on a loopback port that is also its BASE_URL (as a deployment), and each configuration is read
  * from the rendered page (or the downloaded file), never from the page's own builders, then used as its client

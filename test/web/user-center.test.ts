@@ -312,7 +312,7 @@ describe("throttling failed sign-ins", () => {
     expect((await new Visitor().post("/user/login", { login: other.username, password: PASSWORD })).status).toBe(303);
   });
 
-  test("a throttled username does not reveal its email: the email answers as an unknown email does (issue 15, item 11)", async () => {
+  test("a throttled username does not reveal its email: the email answers as an unknown email does", async () => {
     const user = await userWithPassword();
     for (let i = 0; i < 10; i++) expect((await new Visitor().post("/user/login", { login: user.username, password: `guess ${i}` })).status).toBe(401);
     expect((await new Visitor().post("/user/login", { login: user.username, password: "guess 10" })).status).toBe(429);

@@ -1,5 +1,5 @@
 /**
- * Issue 19: the webhook pages, in-process — the user center's /user/webhooks (the account's own endpoints) and the
+ * The webhook pages, in-process — the user center's /user/webhooks (the account's own endpoints) and the
  * admin page /user/admin/webhooks (the site-wide ones). The secret shown once; the service's refusals as field errors;
  * the cap; edit, switch off and on, rotate, test event, the delivery log with its pages and "Send again", delete; another
  * account's endpoint is a 404; cross-site posts and signed-out visitors refused; the admin page for administrators
