@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CLIENT_DIR, ensureClient } from "../../scripts/generate-client.ts";
+import { CLIENT_DIR, ensureClient } from "../support/generated-client.ts";
 import { createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
 import { makeImage } from "../support/images.ts";
 import { expectStatus } from "../support/status.ts";

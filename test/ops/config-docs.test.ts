@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CONFIG_DOC, ENV_FILE, renderEnvFile, staleConfigDocs, writeConfigDocs } from "../../scripts/config-docs.ts";
+import { CONFIG_DOC, ENV_FILE, renderEnvFile, staleConfigDocs, writeConfigDocs } from "../support/config-docs.ts";
 import { envShape } from "../../src/env.ts";
 
 /**

@@ -1,10 +1,10 @@
-// The layer check (scripts/check-layers.ts, `bun run check:layers` in CI), run in-process: the real src/ passes,
+// The layer check (test/support/layers.ts; `bun run check:layers` in CI), run in-process: the real src/ passes,
 // and a small tree with one import of each kind that runs up is refused, naming file → import.
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { checkLayers, describe as describeViolation, layerOf, sourceImports } from "../../scripts/check-layers.ts";
+import { checkLayers, describe as describeViolation, layerOf, sourceImports } from "../support/layers.ts";
 
 const src = join(import.meta.dir, "..", "..", "src");
 
