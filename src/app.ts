@@ -45,7 +45,8 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
   app.openAPIRegistry.registerComponent("securitySchemes", "temporaryToken", {
     type: "http",
     scheme: "bearer",
-    description: "Temporary upload token from POST /images/tokens; valid for POST /upload only, any number of times until it expires or the permanent token that issued it is revoked",
+    description:
+      "Temporary upload token from POST /images/tokens; valid for POST /upload only, any number of times until it expires or the permanent token that issued it is revoked",
   });
   app.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
     type: "http",
@@ -124,7 +125,12 @@ export function createApp(deps: Deps, services: Services = buildServices(deps)) 
     return c.json({
       status: true,
       message: "success",
-      data: { name: apiInfo.title, api: `${deps.config.baseUrl}/api/v1`, docs: `${deps.config.baseUrl}/docs`, openapi: `${deps.config.baseUrl}/api/v1/openapi.json` },
+      data: {
+        name: apiInfo.title,
+        api: `${deps.config.baseUrl}/api/v1`,
+        docs: `${deps.config.baseUrl}/docs`,
+        openapi: `${deps.config.baseUrl}/api/v1/openapi.json`,
+      },
     });
   });
 

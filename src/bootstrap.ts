@@ -45,13 +45,19 @@ export async function openDatabase(env: Env, log: Logger = defaultLogger()): Pro
     : await openEmbedded(env.DATA_DIR, {
         // without its database the server can only answer 500s: stop, so that a supervisor restarts both
         onUnexpectedExit(code, signal, logFile) {
-          log.fatal({ code, signal, log_file: logFile }, `The embedded PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); see ${logFile}. Stopping.`);
+          log.fatal(
+            { code, signal, log_file: logFile },
+            `The embedded PostgreSQL exited unexpectedly (${signal ?? `code ${code}`}); see ${logFile}. Stopping.`,
+          );
           process.exit(1);
         },
       });
   if (database.embedded) {
     const { dir, created, startMs } = database.embedded;
-    log.info({ dir, created, start_ms: Math.round(startMs) }, `Embedded PostgreSQL ${created ? "created and " : ""}started in ${dir} (${Math.round(startMs)} ms; log in ${dir}.log).`);
+    log.info(
+      { dir, created, start_ms: Math.round(startMs) },
+      `Embedded PostgreSQL ${created ? "created and " : ""}started in ${dir} (${Math.round(startMs)} ms; log in ${dir}.log).`,
+    );
   }
   try {
     await database.migrate(installQueue); // and graphile-worker's schema (webhooks), under the same lock

@@ -13,9 +13,7 @@ export function isTimeZone(name: string): boolean {
   }
 }
 
-const bool = z
-  .enum(["true", "false", "1", "0", "yes", "no"])
-  .transform((v) => v === "true" || v === "1" || v === "yes");
+const bool = z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => v === "true" || v === "1" || v === "yes");
 
 /**
  * The environment the server and the CLI read. Every variable here has its description in `envDocs` below, from
@@ -49,7 +47,12 @@ export const envShape = z.object({
     .pipe(z.number().int().min(0, "").max(10, "must be at most 10 proxies"))
     .default(0),
   SWEEP_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
-  RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3600),
+  RECONCILE_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(7 * 86_400)
+    .default(3600),
   UPLOAD_READ_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   UPLOAD_BODIES_PER_ADDRESS: z.coerce.number().int().min(1).max(10_000).default(4),
   UPLOAD_BODIES_TOTAL: z.coerce.number().int().min(1).max(100_000).default(64),
@@ -58,9 +61,7 @@ export const envShape = z.object({
   BODY_READ_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   UPLOAD_BODIES_PER_CALLER: z.coerce.number().int().min(1).max(100_000).default(16),
   LOG_FORMAT: z.enum(["json", "pretty"], { error: (i) => `${JSON.stringify(i.input)} is not a log format: json or pretty` }).optional(),
-  LOG_LEVEL: z
-    .enum(LOG_LEVELS, { error: (i) => `${JSON.stringify(i.input)} is not a log level: ${LOG_LEVELS.join(", ")}` })
-    .default("info"),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: (i) => `${JSON.stringify(i.input)} is not a log level: ${LOG_LEVELS.join(", ")}` }).default("info"),
   LOG_OBJECT_REQUESTS: bool.default(true),
   METRICS_TOKEN: z.string().min(16, "must be at least 16 characters (generate one with: openssl rand -base64 24)").optional(),
   // hosts and ranges a webhook may reach although loopback, private or link-local
@@ -145,15 +146,13 @@ export const envDocs: { [K in keyof z.input<typeof envShape>]-?: VariableDoc } =
     deploy: "1",
   },
   DATA_DIR: {
-    description:
-      "The embedded PostgreSQL (`postgres/`, its log `postgres.log`), local uploads (`uploads/`), `admin-token` and `webhook-secret-key`.",
+    description: "The embedded PostgreSQL (`postgres/`, its log `postgres.log`), local uploads (`uploads/`), `admin-token` and `webhook-secret-key`.",
     deploy: "/var/lib/image-host",
     deployNote:
       "The unit's StateDirectory= creates /var/lib/image-host for the service user; keep DATA_DIR there, since ProtectSystem=strict leaves only it writable.",
   },
   DATABASE_URL: {
-    description:
-      "`postgres://…`: use this PostgreSQL server (15 or newer) instead of the embedded database; required for several instances.",
+    description: "`postgres://…`: use this PostgreSQL server (15 or newer) instead of the embedded database; required for several instances.",
     example: "postgres://imagehost:secret@db.internal:5432/imagehost",
   },
   ADMIN_TOKEN: {
@@ -170,8 +169,7 @@ export const envDocs: { [K in keyof z.input<typeof envShape>]-?: VariableDoc } =
       "An upload body must arrive within this many seconds (1–3600), or 408. Keep the systemd unit's `TimeoutStopSec=` and the proxy's body and read timeouts above it.",
   },
   UPLOAD_BODIES_PER_ADDRESS: {
-    description:
-      "Upload bodies one client address may send at once while the sender is unknown (guests, form tokens); 429 beyond. Per instance.",
+    description: "Upload bodies one client address may send at once while the sender is unknown (guests, form tokens); 429 beyond. Per instance.",
   },
   UPLOAD_BODIES_PER_CALLER: {
     description:
@@ -259,7 +257,8 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     problems: parsed.error.issues.map((issue) => {
       const name = issue.path.join(".");
       const given = cleaned[name];
-      const shown = given === undefined || SECRET_VARIABLES.has(name) || issue.message.includes(JSON.stringify(given)) ? "" : ` (given: ${JSON.stringify(given)})`;
+      const shown =
+        given === undefined || SECRET_VARIABLES.has(name) || issue.message.includes(JSON.stringify(given)) ? "" : ` (given: ${JSON.stringify(given)})`;
       return `${name}: ${issue.message}${shown}`;
     }),
   };

@@ -34,5 +34,4 @@ export const badRequest = (m: string) => new AppError("bad_request", m);
 export const unauthorized = (m = "Unauthenticated.") => new AppError("unauthorized", m);
 export const forbidden = (m: string) => new AppError("forbidden", m);
 export const notFound = (m = "Not found.") => new AppError("not_found", m);
-export const validationError = (errors: FieldErrors) =>
-  new AppError("validation", Object.values(errors)[0]?.[0] ?? "The given data was invalid.", errors);
+export const validationError = (errors: FieldErrors) => new AppError("validation", Object.values(errors)[0]?.[0] ?? "The given data was invalid.", errors);

@@ -100,7 +100,9 @@ const deps = {
     uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, perCaller: env.UPLOAD_BODIES_PER_CALLER, total: env.UPLOAD_BODIES_TOTAL },
     metricsToken: env.METRICS_TOKEN,
     webhooks: { box: secretBox(resolveWebhookKey(env.WEBHOOK_SECRET_KEY, env.DATA_DIR)), allow: env.WEBHOOK_ALLOW },
-    database: database.embedded ? { kind: "embedded" as const, detail: `embedded PostgreSQL in ${database.embedded.dir}` } : { kind: "external" as const, detail: "PostgreSQL at DATABASE_URL" },
+    database: database.embedded
+      ? { kind: "embedded" as const, detail: `embedded PostgreSQL in ${database.embedded.dir}` }
+      : { kind: "external" as const, detail: "PostgreSQL at DATABASE_URL" },
   },
   clock: () => new Date(),
   log,
@@ -118,8 +120,7 @@ process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
 let server: ReturnType<typeof Bun.serve>;
-const clientOf = (request: Request) =>
-  clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? "");
+const clientOf = (request: Request) => clientAddress(env.TRUST_PROXY, request.headers.get("x-forwarded-for"), () => server.requestIP(request)?.address ?? "");
 // in front of everything: one address cannot hold the process's connections (429 + close beyond its share)
 const connections = new ConnectionGate({ perAddress: env.CONNECTIONS_PER_ADDRESS, total: env.CONNECTIONS_TOTAL });
 try {

@@ -10,18 +10,14 @@ import { usageError } from "./errors.ts";
 
 const EVERY_COMMAND: ParseArgsOptionsConfig = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } };
 
-const withValues = (names: Iterable<string>): ParseArgsOptionsConfig =>
-  Object.fromEntries([...names].map((name) => [flag(name).slice(2), { type: "string" }]));
+const withValues = (names: Iterable<string>): ParseArgsOptionsConfig => Object.fromEntries([...names].map((name) => [flag(name).slice(2), { type: "string" }]));
 
-const asFlags = (names: Iterable<string>): ParseArgsOptionsConfig =>
-  Object.fromEntries([...names].map((name) => [flag(name).slice(2), { type: "boolean" }]));
+const asFlags = (names: Iterable<string>): ParseArgsOptionsConfig => Object.fromEntries([...names].map((name) => [flag(name).slice(2), { type: "boolean" }]));
 
 /** The same arguments with option names spelled with dashes (values and arguments after `--` untouched). */
 function dashedOptionNames(argv: string[]): string[] {
   const end = argv.indexOf("--");
-  return argv.map((arg, i) =>
-    (end !== -1 && i > end) || !arg.startsWith("--") ? arg : arg.replace(/^--[^=]*/, (name) => name.replaceAll("_", "-")),
-  );
+  return argv.map((arg, i) => ((end !== -1 && i > end) || !arg.startsWith("--") ? arg : arg.replace(/^--[^=]*/, (name) => name.replaceAll("_", "-"))));
 }
 
 /**

@@ -5,9 +5,7 @@ const DESCRIPTION_COLUMN = 35;
 
 /** `  left   description`, or the description on a line of its own when `left` is too long. */
 const row = (left: string, description: string) =>
-  left.length < DESCRIPTION_COLUMN
-    ? `  ${left.padEnd(DESCRIPTION_COLUMN)}${description}`
-    : `  ${left}\n${" ".repeat(DESCRIPTION_COLUMN + 2)}${description}`;
+  left.length < DESCRIPTION_COLUMN ? `  ${left.padEnd(DESCRIPTION_COLUMN)}${description}` : `  ${left}\n${" ".repeat(DESCRIPTION_COLUMN + 2)}${description}`;
 
 const ENVIRONMENT = `Environment:
   BASE_URL      Server address (default http://localhost:$PORT, PORT defaulting to 3000)
@@ -15,10 +13,9 @@ const ENVIRONMENT = `Environment:
 
 export function usage(groups: Record<string, CommandGroup>): string {
   const sections = Object.entries(groups).map(([word, group]) =>
-    [
-      group.title,
-      ...Object.entries(group.commands).flatMap(([action, c]) => [row(synopsis(`${word} ${action}`, c), c.summary), ...(c.notes ?? [])]),
-    ].join("\n"),
+    [group.title, ...Object.entries(group.commands).flatMap(([action, c]) => [row(synopsis(`${word} ${action}`, c), c.summary), ...(c.notes ?? [])])].join(
+      "\n",
+    ),
   );
   return [
     "Usage: bun run cli <command> [arguments] [--json]",

@@ -29,9 +29,7 @@ export async function main(argv: string[], env: Env, io: Io): Promise<number> {
     const cmd = group && action !== undefined && Object.hasOwn(group.commands, action) ? group.commands[action] : undefined;
     if (!cmd) {
       io.err(
-        group
-          ? `error: unknown command '${words.join(" ")}' (${word} takes: ${Object.keys(group.commands).join(", ")})`
-          : `error: unknown command '${word}'`,
+        group ? `error: unknown command '${words.join(" ")}' (${word} takes: ${Object.keys(group.commands).join(", ")})` : `error: unknown command '${word}'`,
       );
       io.err("");
       io.err(USAGE);

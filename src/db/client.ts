@@ -49,7 +49,7 @@ export type Connection = string | ConnectionOptions;
 let pools = 0;
 
 export function openPostgres(connection: Connection, options: { max?: number; idleTimeoutSeconds?: number } = {}): Database {
-  const connect = (extra: postgres.Options<{}>) =>
+  const connect = (extra: postgres.Options<Record<string, never>>) =>
     typeof connection === "string" ? postgres(connection, extra) : postgres({ ...connection, ...extra });
   const max = options.max ?? 10;
   // a name of this pool's own, so that pg_stat_activity tells its connections from other instances'
@@ -93,10 +93,7 @@ const EMBEDDED_IDLE_SECONDS = 10;
  * reached through postgres.js like any other, and stopped by close(). A lock file keeps a second server off the
  * same DATA_DIR.
  */
-export async function openEmbedded(
-  dataDir: string,
-  options: { max?: number; onUnexpectedExit?: EmbeddedOptions["onUnexpectedExit"] } = {},
-): Promise<Database> {
+export async function openEmbedded(dataDir: string, options: { max?: number; onUnexpectedExit?: EmbeddedOptions["onUnexpectedExit"] } = {}): Promise<Database> {
   mkdirSync(dataDir, { recursive: true });
   const releaseLock = await lockDirectory(dataDir);
   let server: EmbeddedPostgres | undefined;
@@ -129,9 +126,7 @@ export async function openEmbedded(
  * is started here for the tool's duration, holding the lock so that no server starts on it meanwhile. Never
  * initialises or converts anything: null when DATA_DIR holds no embedded PostgreSQL cluster.
  */
-export async function attachEmbedded(
-  dataDir: string,
-): Promise<{ connection: ConnectionOptions; startedHere: boolean; close(): Promise<void> } | null> {
+export async function attachEmbedded(dataDir: string): Promise<{ connection: ConnectionOptions; startedHere: boolean; close(): Promise<void> } | null> {
   const cluster = join(dataDir, "postgres");
   if (!existsSync(join(cluster, "PG_VERSION"))) return null;
   let releaseLock: () => void;
@@ -194,7 +189,7 @@ async function lockDirectory(dir: string): Promise<() => void> {
       pid,
     );
   if (lockedHere.has(resolve(lockPath))) throw inUse(process.pid);
-  const content = `${process.pid} ${processStartTime(process.pid) ?? ""}`.trim() + "\n";
+  const content = `${`${process.pid} ${processStartTime(process.pid) ?? ""}`.trim()}\n`;
   const deadline = Date.now() + TAKEOVER_MS;
   for (;;) {
     // written whole under a private name, then linked into place: the lock never exists without its content

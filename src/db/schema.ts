@@ -34,49 +34,52 @@ export type ConvertFormat = "webp" | "avif" | "jpeg";
 /** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata/policy.ts). */
 export type MetadataPolicy = "keep" | "strip_location" | "strip_all";
 
-export const groups = pgTable("groups", {
-  id: serial("id").primaryKey(),
-  name: text("name").notNull(),
-  isDefault: boolean("is_default").notNull().default(false),
-  isGuest: boolean("is_guest").notNull().default(false),
-  enabled: boolean("enabled").notNull().default(true),
-  allowApi: boolean("allow_api").notNull().default(true),
-  maxFileSizeKb: integer("max_file_size_kb").notNull().default(10240),
-  allowedExtensions: jsonb("allowed_extensions").$type<string[]>().notNull()
-    .default(sql`'["jpg","jpeg","png","gif","webp","avif"]'::jsonb`),
-  maxPixels: bigint("max_pixels", { mode: "number" }).notNull().default(100_000_000),
-  // null = unlimited
-  uploadsPerMinute: integer("uploads_per_minute"),
-  uploadsPerHour: integer("uploads_per_hour"),
-  uploadsPerDay: integer("uploads_per_day"),
-  uploadsPerWeek: integer("uploads_per_week"),
-  uploadsPerMonth: integer("uploads_per_month"),
-  concurrentUploads: integer("concurrent_uploads"),
-  retentionMaxSeconds: integer("retention_max_seconds"),
-  defaultCapacityKb: bigint("default_capacity_kb", { mode: "number" }).notNull().default(1_048_576),
-  reviewProvider: text("review_provider").$type<ReviewProvider>().notNull().default("none"),
-  reviewWebhookUrl: text("review_webhook_url"),
-  reviewTimeoutMs: integer("review_timeout_ms").notNull().default(5000),
-  reviewFailOpen: boolean("review_fail_open").notNull().default(false),
-  // privacy by default: new groups, and the groups of installs that existed before the column, strip locations
-  metadata: text("metadata").$type<MetadataPolicy>().notNull().default("strip_location"),
-  // processing on upload (issue 17 §2; src/images/process.ts): off while all of these are null
-  convertFormat: text("convert_format").$type<ConvertFormat>(),
-  convertQuality: integer("convert_quality").notNull().default(80),
-  maxWidth: integer("max_width"),
-  maxHeight: integer("max_height"),
-  jpegMaxQuality: integer("jpeg_max_quality"),
-  // WEBHOOK_ALLOW's internal hosts open to the members' own webhook endpoints too (drizzle/0014); off by default
-  webhookAllowInternal: boolean("webhook_allow_internal").notNull().default(false),
-  createdAt: createdAt(),
-}, (t) => [
-  check("groups_metadata_check", sql`${t.metadata} in ('keep', 'strip_location', 'strip_all')`),
-  check("groups_convert_format_check", sql`${t.convertFormat} in ('webp', 'avif', 'jpeg')`),
-  check("groups_convert_quality_check", sql`${t.convertQuality} between 1 and 100`),
-  check("groups_max_width_check", sql`${t.maxWidth} >= 1`),
-  check("groups_max_height_check", sql`${t.maxHeight} >= 1`),
-  check("groups_jpeg_max_quality_check", sql`${t.jpegMaxQuality} between 1 and 100`),
-]);
+export const groups = pgTable(
+  "groups",
+  {
+    id: serial("id").primaryKey(),
+    name: text("name").notNull(),
+    isDefault: boolean("is_default").notNull().default(false),
+    isGuest: boolean("is_guest").notNull().default(false),
+    enabled: boolean("enabled").notNull().default(true),
+    allowApi: boolean("allow_api").notNull().default(true),
+    maxFileSizeKb: integer("max_file_size_kb").notNull().default(10240),
+    allowedExtensions: jsonb("allowed_extensions").$type<string[]>().notNull().default(sql`'["jpg","jpeg","png","gif","webp","avif"]'::jsonb`),
+    maxPixels: bigint("max_pixels", { mode: "number" }).notNull().default(100_000_000),
+    // null = unlimited
+    uploadsPerMinute: integer("uploads_per_minute"),
+    uploadsPerHour: integer("uploads_per_hour"),
+    uploadsPerDay: integer("uploads_per_day"),
+    uploadsPerWeek: integer("uploads_per_week"),
+    uploadsPerMonth: integer("uploads_per_month"),
+    concurrentUploads: integer("concurrent_uploads"),
+    retentionMaxSeconds: integer("retention_max_seconds"),
+    defaultCapacityKb: bigint("default_capacity_kb", { mode: "number" }).notNull().default(1_048_576),
+    reviewProvider: text("review_provider").$type<ReviewProvider>().notNull().default("none"),
+    reviewWebhookUrl: text("review_webhook_url"),
+    reviewTimeoutMs: integer("review_timeout_ms").notNull().default(5000),
+    reviewFailOpen: boolean("review_fail_open").notNull().default(false),
+    // privacy by default: new groups, and the groups of installs that existed before the column, strip locations
+    metadata: text("metadata").$type<MetadataPolicy>().notNull().default("strip_location"),
+    // processing on upload (issue 17 §2; src/images/process.ts): off while all of these are null
+    convertFormat: text("convert_format").$type<ConvertFormat>(),
+    convertQuality: integer("convert_quality").notNull().default(80),
+    maxWidth: integer("max_width"),
+    maxHeight: integer("max_height"),
+    jpegMaxQuality: integer("jpeg_max_quality"),
+    // WEBHOOK_ALLOW's internal hosts open to the members' own webhook endpoints too (drizzle/0014); off by default
+    webhookAllowInternal: boolean("webhook_allow_internal").notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    check("groups_metadata_check", sql`${t.metadata} in ('keep', 'strip_location', 'strip_all')`),
+    check("groups_convert_format_check", sql`${t.convertFormat} in ('webp', 'avif', 'jpeg')`),
+    check("groups_convert_quality_check", sql`${t.convertQuality} between 1 and 100`),
+    check("groups_max_width_check", sql`${t.maxWidth} >= 1`),
+    check("groups_max_height_check", sql`${t.maxHeight} >= 1`),
+    check("groups_jpeg_max_quality_check", sql`${t.jpegMaxQuality} between 1 and 100`),
+  ],
+);
 
 export type StrategyDriver = "local" | "s3";
 
@@ -95,8 +98,12 @@ export const strategies = pgTable("strategies", {
 export const groupStrategies = pgTable(
   "group_strategies",
   {
-    groupId: integer("group_id").notNull().references(() => groups.id, { onDelete: "cascade" }),
-    strategyId: integer("strategy_id").notNull().references(() => strategies.id, { onDelete: "cascade" }),
+    groupId: integer("group_id")
+      .notNull()
+      .references(() => groups.id, { onDelete: "cascade" }),
+    strategyId: integer("strategy_id")
+      .notNull()
+      .references(() => strategies.id, { onDelete: "cascade" }),
     position: integer("position").notNull(),
   },
   (t) => [primaryKey({ columns: [t.groupId, t.strategyId] })],
@@ -110,7 +117,9 @@ export const users = pgTable(
     name: text("name").notNull(),
     email: text("email").notNull(),
     avatar: text("avatar"),
-    groupId: integer("group_id").notNull().references(() => groups.id),
+    groupId: integer("group_id")
+      .notNull()
+      .references(() => groups.id),
     enabled: boolean("enabled").notNull().default(true),
     // null = the group's default capacity
     capacityKb: bigint("capacity_kb", { mode: "number" }),
@@ -145,7 +154,9 @@ export const sessions = pgTable(
   {
     id: serial("id").primaryKey(),
     secretHash: text("secret_hash").notNull(),
-    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     ip: text("ip").notNull().default(""),
     // the browser's User-Agent at sign-in (at most 300 characters), to tell sessions apart on the account page
     userAgent: text("user_agent").notNull().default(""),
@@ -153,18 +164,16 @@ export const sessions = pgTable(
     lastSeenAt: timestamp("last_seen_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
   },
-  (t) => [
-    uniqueIndex("sessions_secret_hash_key").on(t.secretHash),
-    index("sessions_user_idx").on(t.userId),
-    index("sessions_expires_at_idx").on(t.expiresAt),
-  ],
+  (t) => [uniqueIndex("sessions_secret_hash_key").on(t.secretHash), index("sessions_user_idx").on(t.userId), index("sessions_expires_at_idx").on(t.expiresAt)],
 );
 
 export const albums = pgTable(
   "albums",
   {
     id: serial("id").primaryKey(),
-    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     name: text("name").notNull(),
     createdAt: createdAt(),
     /** Its images, kept by triggers on images (drizzle/0013): every path that adds, moves or removes one counts. */
@@ -180,7 +189,9 @@ export const tokens = pgTable(
   "tokens",
   {
     id: serial("id").primaryKey(),
-    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     kind: text("kind").$type<TokenKind>().notNull(),
     secretHash: text("secret_hash").notNull(),
     expiredAt: timestamp("expired_at", { withTimezone: true, mode: "date" }),
@@ -210,7 +221,9 @@ export const images = pgTable(
     key: text("key").notNull(),
     userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
     albumId: integer("album_id").references(() => albums.id, { onDelete: "set null" }),
-    strategyId: integer("strategy_id").notNull().references(() => strategies.id),
+    strategyId: integer("strategy_id")
+      .notNull()
+      .references(() => strategies.id),
     path: text("path").notNull(),
     thumbnailPath: text("thumbnail_path"),
     name: text("name").notNull(),
@@ -256,7 +269,9 @@ export const imageVariants = pgTable(
   "image_variants",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    imageId: bigint("image_id", { mode: "number" }).notNull().references(() => images.id, { onDelete: "cascade" }),
+    imageId: bigint("image_id", { mode: "number" })
+      .notNull()
+      .references(() => images.id, { onDelete: "cascade" }),
     width: integer("width").notNull(),
     format: text("format").$type<VariantFormat>().notNull(),
     path: text("path").notNull(),
@@ -307,7 +322,9 @@ export const pendingRemovals = pgTable(
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
     // a deleted strategy's storage is no longer ours to clean: its rows go with it
-    strategyId: integer("strategy_id").notNull().references(() => strategies.id, { onDelete: "cascade" }),
+    strategyId: integer("strategy_id")
+      .notNull()
+      .references(() => strategies.id, { onDelete: "cascade" }),
     path: text("path").notNull(),
     // upload: an upload's planned objects, given up if its lease lapses; delete / expiry: a deleted image's objects
     reason: text("reason").$type<RemovalReason>().notNull(),
@@ -347,7 +364,9 @@ export const passwordLinks = pgTable(
   "password_links",
   {
     id: serial("id").primaryKey(),
-    userId: integer("user_id").notNull().references(() => users.id, { onDelete: "cascade" }),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
     tokenHash: text("token_hash").notNull(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
     usedAt: timestamp("used_at", { withTimezone: true, mode: "date" }),
@@ -396,7 +415,9 @@ export const webhookDeliveries = pgTable(
   "webhook_deliveries",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    endpointId: integer("endpoint_id").notNull().references(() => webhookEndpoints.id, { onDelete: "cascade" }),
+    endpointId: integer("endpoint_id")
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: "cascade" }),
     messageId: text("message_id").notNull(),
     seq: bigint("seq", { mode: "number" }).notNull(),
     eventType: text("event_type").notNull(),

@@ -15,10 +15,7 @@ export async function seedDatabase(db: Db) {
       .onConflictDoNothing()
       .returning({ id: settings.id });
     if (inserted.length === 0) return;
-    const [defaultGroup] = await tx
-      .insert(groups)
-      .values({ name: "Default", isDefault: true, enabled: true, allowApi: true })
-      .returning();
+    const [defaultGroup] = await tx.insert(groups).values({ name: "Default", isDefault: true, enabled: true, allowApi: true }).returning();
     const [guestGroup] = await tx
       .insert(groups)
       .values({

@@ -48,7 +48,8 @@ export class ConnectionGate {
     return (request, server) => {
       const key = addressBucket(addressOf(request, server));
       const held = this.held.get(key) ?? 0;
-      if (held >= this.limits.perAddress) return this.refuse(429, `Too many requests in progress from your address: at most ${this.limits.perAddress} at a time.`);
+      if (held >= this.limits.perAddress)
+        return this.refuse(429, `Too many requests in progress from your address: at most ${this.limits.perAddress} at a time.`);
       if (this.total >= this.limits.total) return this.refuse(503, "The server is handling too many requests: retry in a few seconds.");
       this.held.set(key, held + 1);
       this.total++;

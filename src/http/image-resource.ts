@@ -6,20 +6,14 @@ import { formatDateTime } from "./time.ts";
 import type { StorageRegistry } from "../storage/index.ts";
 
 /** The escaping of every snippet's attribute values (the `html` snippet here, the responsive one in responsive-snippet.ts). */
-export const escapeHtml = (s: string) =>
-  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+export const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const escapeMarkdownText = (s: string) => s.replace(/[\\[\]]/g, "\\$&").replace(/[\r\n]+/g, " ");
 /** Our URLs are percent-encoded already; these keep a stray character from ending a snippet early. */
 const markdownUrl = (u: string) => u.replace(/[()\s<>]/g, encodeURIComponent);
 const bbcodeUrl = (u: string) => u.replace(/[[\]\s]/g, encodeURIComponent);
 
 /** The contract's uploaded-image object (2.4), plus `links` and `pathname` for existing uploaders. */
-export function toImageResource(
-  image: ImageRow,
-  strategy: Pick<Strategy, "id" | "driver" | "config">,
-  storage: StorageRegistry,
-  baseUrl: string,
-) {
+export function toImageResource(image: ImageRow, strategy: Pick<Strategy, "id" | "driver" | "config">, storage: StorageRegistry, baseUrl: string) {
   const driver = storage.for(strategy);
   const url = driver.url(image.path);
   const thumbnailUrl = image.thumbnailPath ? driver.url(image.thumbnailPath) : url;

@@ -4,7 +4,10 @@ import { ErrorEnvelope, ValidationError } from "./schemas.ts";
 const errorDescriptions = {
   400: ["A business rule refused the request, or the body is malformed or larger than allowed", "Insufficient capacity."],
   401: ["Missing, malformed, wrong, revoked or expired credential", "Unauthenticated."],
-  403: ["API disabled site-wide, account or group disabled, API not allowed for the group, or a temporary token beyond upload", "The API is disabled on this site."],
+  403: [
+    "API disabled site-wide, account or group disabled, API not allowed for the group, or a temporary token beyond upload",
+    "The API is disabled on this site.",
+  ],
   404: ["Not found, or not owned by the caller (the two look the same)", "Image not found."],
   408: ["The request body did not arrive within the read deadline", "The request body was not received within 60 seconds."],
   415: ["The request body is not in a supported media type", "Unsupported Media Type."],
@@ -58,7 +61,9 @@ export function errorResponses<const S extends ErrorStatus[]>(...statuses: S) {
       },
     };
   }
-  return out as { [K in S[number] | (401 extends S[number] ? 429 : never)]: { description: string; content: { "application/json": { schema: typeof ErrorEnvelope } } } };
+  return out as {
+    [K in S[number] | (401 extends S[number] ? 429 : never)]: { description: string; content: { "application/json": { schema: typeof ErrorEnvelope } } };
+  };
 }
 
 export function okResponse<T extends z.ZodType>(schema: T, description: string) {

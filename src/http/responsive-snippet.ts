@@ -19,7 +19,6 @@
 import { LADDER } from "../services/variants/query.ts";
 import { escapeHtml } from "./image-resource.ts";
 
-
 /** The widest column the snippet's `sizes` assumes, in CSS pixels. */
 export const RESPONSIVE_COLUMN = 640;
 

@@ -15,31 +15,22 @@ export const Envelope = z
   })
   .openapi("Envelope", { description: "Callers must check both the HTTP status code and `status`." });
 
-export const ErrorEnvelope = Envelope
-  .extend({
-    status: z.literal(false),
-    message: z.string().openapi({ description: "Human-readable reason", example: "Unauthenticated." }),
-    data: z.null(),
-    request_id: z
-      .string()
-      .optional()
-      .openapi({ description: "Present on 500 answers; the server log carries the same id" }),
-  })
-  .openapi("ErrorEnvelope", { description: "Failure envelope: `status` false, a reason in `message`, `data` null." });
+export const ErrorEnvelope = Envelope.extend({
+  status: z.literal(false),
+  message: z.string().openapi({ description: "Human-readable reason", example: "Unauthenticated." }),
+  data: z.null(),
+  request_id: z.string().optional().openapi({ description: "Present on 500 answers; the server log carries the same id" }),
+}).openapi("ErrorEnvelope", { description: "Failure envelope: `status` false, a reason in `message`, `data` null." });
 
-export const ValidationError = Envelope
-  .extend({
-    status: z.literal(false),
-    message: z.string().openapi({ example: "The per page field must be between 1 and 100." }),
-    data: z.null(),
-    errors: z
-      .record(z.string(), z.array(z.string()))
-      .openapi({
-        description: "Field name → messages. Nested fields are joined with dots.",
-        example: { per_page: ["The per page field must be between 1 and 100."] },
-      }),
-  })
-  .openapi("ValidationError", { description: "HTTP 422: a field is missing, has the wrong type or is out of range." });
+export const ValidationError = Envelope.extend({
+  status: z.literal(false),
+  message: z.string().openapi({ example: "The per page field must be between 1 and 100." }),
+  data: z.null(),
+  errors: z.record(z.string(), z.array(z.string())).openapi({
+    description: "Field name → messages. Nested fields are joined with dots.",
+    example: { per_page: ["The per page field must be between 1 and 100."] },
+  }),
+}).openapi("ValidationError", { description: "HTTP 422: a field is missing, has the wrong type or is out of range." });
 
 /** The success envelope around a named payload schema. */
 export function envelope<T extends z.ZodType>(data: T, name: string) {
@@ -97,8 +88,13 @@ const ImageLinks = z
 export const Image = z
   .object({
     key: z.string().openapi({ description: "Image identifier, used in the delete path", example: "Qm7cX2kP9aLr4TzB" }),
-    name: z.string().openapi({ description: "Stored file name with extension: the stored format's (`.webp` when the group converts to WebP)", example: "x1Hq9ZL0cV2mN4bR7tWs.png" }),
-    origin_name: z.string().openapi({ description: "Uploaded file name, as sent (even when the group's processing changed the format)", example: "screenshot.png" }),
+    name: z.string().openapi({
+      description: "Stored file name with extension: the stored format's (`.webp` when the group converts to WebP)",
+      example: "x1Hq9ZL0cV2mN4bR7tWs.png",
+    }),
+    origin_name: z
+      .string()
+      .openapi({ description: "Uploaded file name, as sent (even when the group's processing changed the format)", example: "screenshot.png" }),
     size: z.number().openapi({
       description:
         "KB (may be fractional) of the stored bytes, which `url` serves: after the group's metadata policy and processing on upload, so it may differ from the upload as sent. Quotas and capacity are charged by it.",
@@ -106,9 +102,18 @@ export const Image = z
     }),
     mimetype: z.string().openapi({ description: "Of the stored image (a group that converts uploads stores its target format)", example: "image/png" }),
     extension: z.string().openapi({ description: "Of the stored image, without the dot", example: "png" }),
-    width: z.number().int().openapi({ description: "Of the stored image, as displayed (EXIF orientation applied; after any downscale of the group's processing)", example: 800 }),
-    height: z.number().int().openapi({ description: "Of the stored image, as displayed (EXIF orientation applied; after any downscale of the group's processing)", example: 600 }),
-    md5: z.string().openapi({ description: "MD5 of the stored bytes (what `url` serves); the same upload gives the same stored bytes every time", example: "9e107d9d372bb6826bd81d3542a419d6" }),
+    width: z
+      .number()
+      .int()
+      .openapi({ description: "Of the stored image, as displayed (EXIF orientation applied; after any downscale of the group's processing)", example: 800 }),
+    height: z
+      .number()
+      .int()
+      .openapi({ description: "Of the stored image, as displayed (EXIF orientation applied; after any downscale of the group's processing)", example: 600 }),
+    md5: z.string().openapi({
+      description: "MD5 of the stored bytes (what `url` serves); the same upload gives the same stored bytes every time",
+      example: "9e107d9d372bb6826bd81d3542a419d6",
+    }),
     sha1: z.string().openapi({ description: "SHA-1 of the stored bytes (what `url` serves)", example: "2fd4e1c67a2d28fced849ee1bb76e7391b93eb12" }),
     is_public: z.boolean(),
     expired_at: dateTime.nullable().openapi({ description: "When the image is removed; null = kept until deleted" }),

@@ -34,7 +34,9 @@ export function controlCharacterField(input: unknown): string | null {
     if (typeof value === "string") {
       if (controlCharacter.test(value)) return path;
     } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push([v, path ? `${path}.${i}` : String(i)]));
+      value.forEach((v, i) => {
+        stack.push([v, path ? `${path}.${i}` : String(i)]);
+      });
     } else if (value !== null && typeof value === "object" && [Object.prototype, null].includes(Object.getPrototypeOf(value))) {
       for (const [k, v] of Object.entries(value)) {
         if (controlCharacter.test(k)) return path;

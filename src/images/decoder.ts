@@ -179,15 +179,18 @@ class DecodeProcess {
     return new Promise<Output>((resolve, reject) => {
       const started = Date.now();
       const cpuBefore = cpuSecondsOf(this.process.pid) ?? 0;
-      const timer = setInterval(() => {
-        const cpu = (cpuSecondsOf(this.process.pid) ?? cpuBefore) - cpuBefore;
-        if (cpu <= budgetSeconds && Date.now() - started <= budgetSeconds * 1000 * WALL_FACTOR) return;
-        clearInterval(timer);
-        this.running = null;
-        this.dead = true;
-        this.process.kill("SIGKILL");
-        reject(new DecodeOverBudget(budgetSeconds));
-      }, Math.min(CHECK_MS, budgetSeconds * 1000));
+      const timer = setInterval(
+        () => {
+          const cpu = (cpuSecondsOf(this.process.pid) ?? cpuBefore) - cpuBefore;
+          if (cpu <= budgetSeconds && Date.now() - started <= budgetSeconds * 1000 * WALL_FACTOR) return;
+          clearInterval(timer);
+          this.running = null;
+          this.dead = true;
+          this.process.kill("SIGKILL");
+          reject(new DecodeOverBudget(budgetSeconds));
+        },
+        Math.min(CHECK_MS, budgetSeconds * 1000),
+      );
       this.running = { resolve, reject, timer };
       try {
         this.process.send({ ...job, id });

@@ -109,10 +109,7 @@ export async function decodeAndThumbnail(
     await image.raw().toBuffer();
     return null;
   }
-  return image
-    .resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: "inside", withoutEnlargement: true })
-    .webp({ quality: 80 })
-    .toBuffer();
+  return image.resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: "inside", withoutEnlargement: true }).webp({ quality: 80 }).toBuffer();
 }
 
 /** How a variant is encoded (issue 17 §3). */

@@ -67,7 +67,10 @@ export function prettyMessage(log: Record<string, unknown>, messageKey = "msg"):
   const text = parts.join(" ");
   const level = typeof log.level === "string" ? log.level : "";
   if (stack && (level === "error" || level === "fatal")) {
-    const frames = stack.split("\n").slice(1).map((line) => `    ${line.trim()}`);
+    const frames = stack
+      .split("\n")
+      .slice(1)
+      .map((line) => `    ${line.trim()}`);
     if (frames.length > 0) return `${text}\n${frames.join("\n")}`;
   }
   return text;

@@ -1,7 +1,6 @@
 import { desc, lt, sql } from "drizzle-orm";
 import type { Executor } from "../db/client.ts";
 import { auditLog } from "../db/schema.ts";
-import type { Deps } from "../deps.ts";
 
 /**
  * The audit log of administration. Every change through the admin API is written by `requireAdmin`

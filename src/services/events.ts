@@ -22,5 +22,11 @@ export async function emitTokensRevoked(tx: Executor, revoked: Pick<RevokedToken
 
 /** `user.disabled`, to the site-wide endpoints. */
 export async function emitUserDisabled(tx: Executor, user: { id: number; username: string }, reason: "disabled" | "deleted", at: Date) {
-  await emitEvent(tx, { type: "user.disabled", ownerId: null, subject: `user:${user.id}`, at, data: { user: { id: user.id, username: user.username }, reason } });
+  await emitEvent(tx, {
+    type: "user.disabled",
+    ownerId: null,
+    subject: `user:${user.id}`,
+    at,
+    data: { user: { id: user.id, username: user.username }, reason },
+  });
 }

@@ -1,5 +1,5 @@
 import { and, eq, gt, lt, sql } from "drizzle-orm";
-import type { Db, Executor, Tx } from "../db/client.ts";
+import type { Db, Executor } from "../db/client.ts";
 import type { Group } from "../db/repositories/groups.ts";
 import type { FrequencyLimits } from "../db/repositories/images.ts";
 import { uploadLeases, uploadLog } from "../db/schema.ts";

@@ -42,7 +42,13 @@ export async function findPasswordLink(deps: Deps, token: string) {
     .innerJoin(users, eq(users.id, passwordLinks.userId))
     .innerJoin(groups, eq(groups.id, users.groupId))
     .where(
-      and(eq(passwordLinks.tokenHash, sha256Hex(token)), isNull(passwordLinks.usedAt), gt(passwordLinks.expiresAt, deps.clock()), eq(users.enabled, true), eq(groups.enabled, true)),
+      and(
+        eq(passwordLinks.tokenHash, sha256Hex(token)),
+        isNull(passwordLinks.usedAt),
+        gt(passwordLinks.expiresAt, deps.clock()),
+        eq(users.enabled, true),
+        eq(groups.enabled, true),
+      ),
     );
   return row ?? null;
 }

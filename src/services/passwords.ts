@@ -15,7 +15,10 @@ const ARGON2 = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as con
  * from many addresses (the per-address throttle does not stop many addresses) gets 503 instead of exhausting memory.
  */
 const signIns = "Too many sign-ins at once: retry in a few seconds.";
-const hashing = new FairWorkQueue({ concurrency: 4, waitingPerSubject: 64, waiting: 64 }, { subjectFull: () => signIns, full: signIns, subjectCode: "unavailable" });
+const hashing = new FairWorkQueue(
+  { concurrency: 4, waitingPerSubject: 64, waiting: 64 },
+  { subjectFull: () => signIns, full: signIns, subjectCode: "unavailable" },
+);
 const bounded = <T>(work: () => Promise<T>) => hashing.run("passwords", work);
 
 export const hashPassword = (password: string) => bounded(() => Bun.password.hash(password, ARGON2));

@@ -130,15 +130,19 @@ export async function checkReadiness(deps: Deps): Promise<Readiness> {
   );
   const failed = results.filter((r) => r.failure !== null);
   if (failed.length === 0) {
-    return { ready: true, storage: results.map(({ strategy }) => ({ id: strategy.id, name: strategy.name, driver: strategy.driver, writable: true as const })) };
+    return {
+      ready: true,
+      storage: results.map(({ strategy }) => ({ id: strategy.id, name: strategy.name, driver: strategy.driver, writable: true as const })),
+    };
   }
   for (const { strategy, failure } of failed) {
     logFor(deps).warn({ strategy_id: strategy.id, reason: failure!.detail }, "readiness: a storage is not writable");
   }
-  const parts = failed.map(({ strategy, failure }) => `storage of strategy #${strategy.id} "${strategy.name}" (${strategy.driver}) is not writable: ${failure!.summary}`);
+  const parts = failed.map(
+    ({ strategy, failure }) => `storage of strategy #${strategy.id} "${strategy.name}" (${strategy.driver}) is not writable: ${failure!.summary}`,
+  );
   return { ready: false, message: `Not ready: ${parts.join("; ")}.` };
 }
-
 
 /** Whether the database answers a trivial query (liveness: no writes). */
 export async function databaseAnswers(deps: Deps): Promise<boolean> {

@@ -67,7 +67,10 @@ export interface RemovalOutcome {
 async function removeLocked(deps: Deps, tx: Tx, locked: LockedRemoval[], sweepTemporaries: boolean): Promise<RemovalOutcome> {
   const outcome = { removed: 0, failed: 0 };
   if (locked.length === 0) return outcome;
-  const named = await pathsNamedByRecords(tx, locked.map((l) => l.removal.path));
+  const named = await pathsNamedByRecords(
+    tx,
+    locked.map((l) => l.removal.path),
+  );
   const done: number[] = [];
   for (const { removal, strategy } of locked) {
     if (named.has(removal.path)) {

@@ -7,10 +7,7 @@ import { logFor } from "../observability/log.ts";
  * Content-Type, X-Image-Name and X-Uploader headers) and the answer must be JSON `{allow, reason?}`.
  * A timeout, a non-2xx or an unreadable answer follows the group's fail-open setting.
  */
-export async function reviewContent(
-  group: Group,
-  image: { bytes: Uint8Array; mimetype: string; originName: string; uploader: string },
-): Promise<void> {
+export async function reviewContent(group: Group, image: { bytes: Uint8Array; mimetype: string; originName: string; uploader: string }): Promise<void> {
   if (group.reviewProvider !== "webhook" || !group.reviewWebhookUrl) return;
   let verdict: { allow?: unknown; reason?: unknown };
   try {

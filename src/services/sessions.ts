@@ -28,7 +28,8 @@ export const ADMIN_SESSION_IDLE_MS = 30 * 60_000;
 export const ADMIN_SESSION_MAX_MS = 12 * 3_600_000;
 
 type Role = "user" | "admin";
-const limitsOf = (role: Role = "user") => (role === "admin" ? { idle: ADMIN_SESSION_IDLE_MS, max: ADMIN_SESSION_MAX_MS } : { idle: SESSION_IDLE_MS, max: SESSION_MAX_MS });
+const limitsOf = (role: Role = "user") =>
+  role === "admin" ? { idle: ADMIN_SESSION_IDLE_MS, max: ADMIN_SESSION_MAX_MS } : { idle: SESSION_IDLE_MS, max: SESSION_MAX_MS };
 const absoluteEnd = (session: Pick<Session, "createdAt">, role?: Role) => session.createdAt.getTime() + limitsOf(role).max;
 const idleEnd = (session: Pick<Session, "createdAt">, now: Date, role?: Role) =>
   new Date(Math.min(now.getTime() + limitsOf(role).idle, absoluteEnd(session, role)));
@@ -112,24 +113,36 @@ export const endSessionOfUser = (db: Executor, userId: number, sessionId: number
 
 /** What a User-Agent says in plain words: "Chrome on Linux", "Safari on iPhone", or "Unknown browser". */
 export function describeUserAgent(ua: string): string {
-  const browser =
-    /\bEdg(e|A|iOS)?\//.test(ua) ? "Edge"
-    : /\b(OPR|Opera)\//.test(ua) ? "Opera"
-    : /\bSamsungBrowser\//.test(ua) ? "Samsung Internet"
-    : /\b(Firefox|FxiOS)\//.test(ua) ? "Firefox"
-    : /\b(HeadlessChrome|Chrome|CriOS|Chromium)\//.test(ua) ? "Chrome"
-    : /\bVersion\/[\d.]+.*\bSafari\//.test(ua) || (/\bAppleWebKit\//.test(ua) && /\b(iPhone|iPad|iPod)\b/.test(ua)) ? "Safari"
-    : null;
-  const system =
-    /\biPhone\b/.test(ua) ? "iPhone"
-    : /\biPad\b/.test(ua) ? "iPad"
-    : /\biPod\b/.test(ua) ? "iPod"
-    : /\bAndroid\b/.test(ua) ? "Android"
-    : /\bWindows\b/.test(ua) ? "Windows"
-    : /\bCrOS\b/.test(ua) ? "ChromeOS"
-    : /\bMac OS X\b|\bMacintosh\b/.test(ua) ? "macOS"
-    : /\bLinux\b|\bX11\b/.test(ua) ? "Linux"
-    : null;
+  const browser = /\bEdg(e|A|iOS)?\//.test(ua)
+    ? "Edge"
+    : /\b(OPR|Opera)\//.test(ua)
+      ? "Opera"
+      : /\bSamsungBrowser\//.test(ua)
+        ? "Samsung Internet"
+        : /\b(Firefox|FxiOS)\//.test(ua)
+          ? "Firefox"
+          : /\b(HeadlessChrome|Chrome|CriOS|Chromium)\//.test(ua)
+            ? "Chrome"
+            : /\bVersion\/[\d.]+.*\bSafari\//.test(ua) || (/\bAppleWebKit\//.test(ua) && /\b(iPhone|iPad|iPod)\b/.test(ua))
+              ? "Safari"
+              : null;
+  const system = /\biPhone\b/.test(ua)
+    ? "iPhone"
+    : /\biPad\b/.test(ua)
+      ? "iPad"
+      : /\biPod\b/.test(ua)
+        ? "iPod"
+        : /\bAndroid\b/.test(ua)
+          ? "Android"
+          : /\bWindows\b/.test(ua)
+            ? "Windows"
+            : /\bCrOS\b/.test(ua)
+              ? "ChromeOS"
+              : /\bMac OS X\b|\bMacintosh\b/.test(ua)
+                ? "macOS"
+                : /\bLinux\b|\bX11\b/.test(ua)
+                  ? "Linux"
+                  : null;
   if (!browser) return "Unknown browser";
   return system ? `${browser} on ${system}` : browser;
 }

@@ -60,9 +60,7 @@ export async function stripMetadataBatch(deps: Deps, input: { groupId: number; d
   if (!group) throw notFound("Group not found.");
   const limit = Math.min(Math.max(1, input.limit), STRIP_BATCH_MAX);
   // the group's images: its accounts', and for the guest group the images without an account
-  const owned = group.isGuest
-    ? isNull(images.userId)
-    : sql`${images.userId} in (select ${users.id} from ${users} where ${users.groupId} = ${group.id})`;
+  const owned = group.isGuest ? isNull(images.userId) : sql`${images.userId} in (select ${users.id} from ${users} where ${users.groupId} = ${group.id})`;
   const rows = await deps.db
     .select({ image: images, strategy: strategies })
     .from(images)
@@ -73,7 +71,16 @@ export async function stripMetadataBatch(deps: Deps, input: { groupId: number; d
 
   const items: StripItem[] = [];
   for (const { image, strategy } of rows) {
-    const item: StripItem = { id: image.id, key: image.key, path: image.path, action: "skipped", reason: null, removed: [], sizeBefore: image.size, sizeAfter: image.size };
+    const item: StripItem = {
+      id: image.id,
+      key: image.key,
+      path: image.path,
+      action: "skipped",
+      reason: null,
+      removed: [],
+      sizeBefore: image.size,
+      sizeAfter: image.size,
+    };
     items.push(item);
     if (group.metadata === "keep") {
       item.reason = "the group's policy is keep: nothing to strip";
@@ -90,7 +97,10 @@ export async function stripMetadataBatch(deps: Deps, input: { groupId: number; d
     const result = await decoders.strip(read, image.mimetype, group.metadata).catch((e: Error) => e);
     if (result instanceof Error) {
       // never left looking stripped: the object keeps its bytes, and the report says why
-      item.reason = result instanceof MetadataRefused ? `${result.message} The object was left as it is.` : `the policy could not be applied (${result.message}): left as it was`;
+      item.reason =
+        result instanceof MetadataRefused
+          ? `${result.message} The object was left as it is.`
+          : `the policy could not be applied (${result.message}): left as it was`;
       continue;
     }
     const bytes = result.bytes;
@@ -113,13 +123,22 @@ export async function stripMetadataBatch(deps: Deps, input: { groupId: number; d
         if (locked.path !== image.path || locked.strategyId !== image.strategyId) return "the image moved meanwhile";
         if (result.changed) await storage.put(image.path, bytes, image.mimetype);
         const delta = bytes.byteLength - locked.size;
-        await tx.update(images).set({ size: bytes.byteLength, md5: newMd5, sha1: sha1(bytes) }).where(eq(images.id, image.id));
+        await tx
+          .update(images)
+          .set({ size: bytes.byteLength, md5: newMd5, sha1: sha1(bytes) })
+          .where(eq(images.id, image.id));
         if (delta !== 0 && locked.userId !== null) {
-          await tx.update(users).set({ usedBytes: sql`greatest(${users.usedBytes} + ${delta}, 0)` }).where(eq(users.id, locked.userId));
+          await tx
+            .update(users)
+            .set({ usedBytes: sql`greatest(${users.usedBytes} + ${delta}, 0)` })
+            .where(eq(users.id, locked.userId));
         }
         // the shared strategy row last: held only until commit
         if (delta !== 0) {
-          await tx.update(strategies).set({ usedBytes: sql`greatest(${strategies.usedBytes} + ${delta}, 0)` }).where(eq(strategies.id, locked.strategyId));
+          await tx
+            .update(strategies)
+            .set({ usedBytes: sql`greatest(${strategies.usedBytes} + ${delta}, 0)` })
+            .where(eq(strategies.id, locked.strategyId));
         }
         return null;
       });

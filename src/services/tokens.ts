@@ -121,14 +121,7 @@ const isForeignKeyViolation = (e: unknown) => {
  * TOKEN_LIMITS.perSession newest. Without it they live until they expire or the owner revokes them, within the
  * account's bounds (400) as through the API.
  */
-export async function issueAccountTemporaryTokens(
-  db: Executor,
-  userId: number,
-  num: number,
-  seconds: number,
-  now: Date,
-  sessionId: number | null = null,
-) {
+export async function issueAccountTemporaryTokens(db: Executor, userId: number, num: number, seconds: number, now: Date, sessionId: number | null = null) {
   const expiredAt = expiryAfter(now, seconds);
   const raws = Array.from({ length: num }, () => randomToken(30));
   try {

@@ -33,8 +33,7 @@ export type EndpointScope = { ownerId: number } | { site: true };
 export type Endpoint = typeof webhookEndpoints.$inferSelect;
 export type Delivery = typeof webhookDeliveries.$inferSelect;
 
-const scopeCondition = (scope: EndpointScope) =>
-  "site" in scope ? isNull(webhookEndpoints.ownerId) : eq(webhookEndpoints.ownerId, scope.ownerId);
+const scopeCondition = (scope: EndpointScope) => ("site" in scope ? isNull(webhookEndpoints.ownerId) : eq(webhookEndpoints.ownerId, scope.ownerId));
 
 export interface EndpointInput {
   url: string;
@@ -126,18 +125,16 @@ export const listEndpoints = (db: Executor, scope: EndpointScope) =>
   db.select().from(webhookEndpoints).where(scopeCondition(scope)).orderBy(webhookEndpoints.id);
 
 export async function findEndpoint(db: Executor, scope: EndpointScope, id: number): Promise<Endpoint> {
-  const [row] = await db.select().from(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), scopeCondition(scope)));
+  const [row] = await db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), scopeCondition(scope)));
   if (!row) throw notFound("Webhook endpoint not found.");
   return row;
 }
 
 /** Changes the URL, description, events, or switches it on or off (on again: its failure streak starts over). */
-export async function updateEndpoint(
-  deps: Deps,
-  scope: EndpointScope,
-  id: number,
-  change: Partial<EndpointInput> & { enabled?: boolean },
-): Promise<Endpoint> {
+export async function updateEndpoint(deps: Deps, scope: EndpointScope, id: number, change: Partial<EndpointInput> & { enabled?: boolean }): Promise<Endpoint> {
   await checkInput(deps, scope, change);
   const set: Partial<typeof webhookEndpoints.$inferInsert> = {};
   if (change.url !== undefined) set.url = change.url;
@@ -168,7 +165,10 @@ export async function rotateSecret(deps: Deps, scope: EndpointScope, id: number)
 
 /** Deletes the endpoint and its delivery log; deliveries under way are not sent. */
 export async function deleteEndpoint(db: Executor, scope: EndpointScope, id: number): Promise<void> {
-  const gone = await db.delete(webhookEndpoints).where(and(eq(webhookEndpoints.id, id), scopeCondition(scope))).returning({ id: webhookEndpoints.id });
+  const gone = await db
+    .delete(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), scopeCondition(scope)))
+    .returning({ id: webhookEndpoints.id });
   if (gone.length === 0) throw notFound("Webhook endpoint not found.");
 }
 
@@ -208,7 +208,12 @@ export async function testEndpoint(deps: Pick<Deps, "db" | "clock">, scope: Endp
  * Sends one delivered or failed delivery of an endpoint of the scope again, at once: "missing" when the endpoint has
  * no such delivery, "pending" when it is still pending (it is attempted by itself).
  */
-export async function resendOneDelivery(deps: Pick<Deps, "db">, scope: EndpointScope, id: number, deliveryId: number): Promise<"queued" | "missing" | "pending"> {
+export async function resendOneDelivery(
+  deps: Pick<Deps, "db">,
+  scope: EndpointScope,
+  id: number,
+  deliveryId: number,
+): Promise<"queued" | "missing" | "pending"> {
   const endpoint = await findEndpoint(deps.db, scope, id);
   const [delivery] = await deps.db
     .select({ status: webhookDeliveries.status })

@@ -59,7 +59,8 @@ export class FairWorkQueue {
 
   private wait(subject: string): Promise<void> {
     const queue = this.bySubject.get(subject) ?? [];
-    if (queue.length >= this.limits.waitingPerSubject) throw busy(this.refusals.subjectCode ?? "bad_request", this.refusals.subjectFull(this.limits.waitingPerSubject));
+    if (queue.length >= this.limits.waitingPerSubject)
+      throw busy(this.refusals.subjectCode ?? "bad_request", this.refusals.subjectFull(this.limits.waitingPerSubject));
     if (this.waitingCount >= this.limits.waiting) throw busy("unavailable", this.refusals.full);
     return new Promise((start) => {
       queue.push({ start });

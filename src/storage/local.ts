@@ -131,7 +131,10 @@ export class LocalStorage implements Storage {
           pending.push(full);
           continue;
         }
-        const path = full.slice(this.root.length + 1).split(sep).join("/");
+        const path = full
+          .slice(this.root.length + 1)
+          .split(sep)
+          .join("/");
         if (!path.startsWith(prefix)) continue;
         const stats = await lstat(full).catch((e) => {
           if (isMissing(e)) return null;

@@ -107,7 +107,8 @@ export async function localIdentity(root: string): Promise<LocalIdentity> {
   return { kind: "local", real, anchor, suffix: missing, chain };
 }
 
-const LOOPBACK = /^(?:localhost|[\w-]+\.localhost|127(?:\.\d{1,3}){3}|\[::1\]|\[::ffff:127(?:\.\d{1,3}){3}\]|\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]|\[0*:0*:0*:0*:0*:0*:0*:0*1\])$/;
+const LOOPBACK =
+  /^(?:localhost|[\w-]+\.localhost|127(?:\.\d{1,3}){3}|\[::1\]|\[::ffff:127(?:\.\d{1,3}){3}\]|\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]|\[0*:0*:0*:0*:0*:0*:0*:0*1\])$/;
 /** AWS's spellings of a regional S3 endpoint: s3.REGION, s3-REGION, s3.dualstack.REGION; s3 / s3-external-1 are us-east-1. */
 const AWS_HOST = /^s3(?:[.-]dualstack)?(?:[.-]([a-z0-9-]+))?\.amazonaws\.com$/;
 

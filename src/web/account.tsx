@@ -111,16 +111,7 @@ function AccountPage({ signedIn, shown, listed }: { signedIn: SignedIn; shown: S
         <form method="post" action={`${BASE}/account/email`} novalidate>
           <FormToken signedIn={signedIn} />
           <Field label="New email" id="email">
-            <input
-              id="email"
-              name="email"
-              type="email"
-              autocomplete="email"
-              required
-              maxlength={EMAIL_MAX}
-              value={shown.email ?? ""}
-              {...described("email")}
-            />
+            <input id="email" name="email" type="email" autocomplete="email" required maxlength={EMAIL_MAX} value={shown.email ?? ""} {...described("email")} />
             <FieldError id="email" error={errors.email} />
           </Field>
           <Field label="Current password" id="email_password" hint="To confirm it is you">
@@ -146,7 +137,15 @@ function AccountPage({ signedIn, shown, listed }: { signedIn: SignedIn; shown: S
         <form method="post" action={`${BASE}/account/password`} novalidate>
           <FormToken signedIn={signedIn} />
           <Field label="Current password" id="current_password">
-            <input id="current_password" name="current_password" type="password" autocomplete="current-password" required maxlength={PASSWORD_MAX} {...described("current_password")} />
+            <input
+              id="current_password"
+              name="current_password"
+              type="password"
+              autocomplete="current-password"
+              required
+              maxlength={PASSWORD_MAX}
+              {...described("current_password")}
+            />
             <FieldError id="current_password" error={errors.current_password} />
           </Field>
           <Field label="New password" id="new_password" hint={`At least ${PASSWORD_MIN} characters`}>
@@ -176,8 +175,8 @@ function AccountPage({ signedIn, shown, listed }: { signedIn: SignedIn; shown: S
           </Field>
           <div class="field checkbox">
             <label>
-              <input type="checkbox" name="revoke_tokens" value="1" checked={revokeTokens} /> Also revoke all my API tokens (permanent and
-              temporary): uploaders using them will get 401 until you give them new ones
+              <input type="checkbox" name="revoke_tokens" value="1" checked={revokeTokens} /> Also revoke all my API tokens (permanent and temporary): uploaders
+              using them will get 401 until you give them new ones
             </label>
           </div>
           <button type="submit" class="primary">
@@ -188,8 +187,8 @@ function AccountPage({ signedIn, shown, listed }: { signedIn: SignedIn; shown: S
       <section class="card" aria-labelledby="sessions-title">
         <h2 id="sessions-title">Where you are signed in</h2>
         <p class="muted">
-          Each browser signed in to your account, the most recently used first. The device is what the browser said at sign-in; an address
-          or a device you do not know: end that session, and change your password.
+          Each browser signed in to your account, the most recently used first. The device is what the browser said at sign-in; an address or a device you do
+          not know: end that session, and change your password.
         </p>
         <div class="table-wrap">
           <table class="stack sessions">
@@ -301,7 +300,9 @@ export function register(web: Hono<WebEnv>) {
     const email = parsed.data!.toLowerCase();
 
     const checked = await currentPasswordCheck(c, current, (message, status) =>
-      status === 401 ? render(c, { errors: { email_password: message }, email: shownEmail }, status) : render(c, { refusal: message, email: shownEmail }, status),
+      status === 401
+        ? render(c, { errors: { email_password: message }, email: shownEmail }, status)
+        : render(c, { refusal: message, email: shownEmail }, status),
     );
     if (checked !== "ok") return checked;
 

@@ -60,7 +60,12 @@ function AlbumRow({ album, signedIn, renaming }: { album: AlbumWithCount; signed
           <button type="submit">Rename</button>
           <FieldError id={inputId} error={failed?.error} />
         </form>
-        <form method="post" action={`${BASE}/albums/${album.id}/delete`} class="inline" data-confirm={`Delete the album ${album.name}? Its ${album.images} images are kept, in no album.`}>
+        <form
+          method="post"
+          action={`${BASE}/albums/${album.id}/delete`}
+          class="inline"
+          data-confirm={`Delete the album ${album.name}? Its ${album.images} images are kept, in no album.`}
+        >
           <FormToken signedIn={signedIn} />
           <input type="hidden" name="confirmed" value="0" />
           <button type="submit" class="danger" aria-label={`Delete the album ${album.name}`}>
@@ -139,7 +144,8 @@ export function register(web: Hono<WebEnv>) {
     const parsed = AlbumName.safeParse(raw);
     if (!parsed.success) return renderAlbums(c, { error: parsed.error.issues[0]!.message, name: raw.slice(0, MAX_ALBUM_NAME * 2) }, 422);
     const created = await createOwnAlbum(db, signedIn.user.id, parsed.data);
-    if (created === "limit") return renderAlbums(c, { error: `You have ${ALBUMS_PER_ACCOUNT} albums, the most an account may hold: delete one first.`, name: parsed.data }, 400);
+    if (created === "limit")
+      return renderAlbums(c, { error: `You have ${ALBUMS_PER_ACCOUNT} albums, the most an account may hold: delete one first.`, name: parsed.data }, 400);
     if (created === "missing") throw notFound("There is no such account.");
     return c.redirect(`${BASE}/albums?done=created`, 303);
   });

@@ -26,7 +26,9 @@ export function register(web: Hono<WebEnv>) {
     const percent = capacityBytes > 0 ? Math.min(100, (usedBytes / capacityBytes) * 100) : 100;
     return c.html(
       <Layout title="Dashboard" signedIn={signedIn} active="dashboard">
-        {c.req.query("welcome") !== undefined && <Notice kind="success">Your account is ready. Upload an image, or create an API token for your uploader.</Notice>}
+        {c.req.query("welcome") !== undefined && (
+          <Notice kind="success">Your account is ready. Upload an image, or create an API token for your uploader.</Notice>
+        )}
         <section class="card profile" aria-label="Profile">
           <Avatar name={profile.name} avatar={user.avatar} />
           <div>
@@ -39,8 +41,8 @@ export function register(web: Hono<WebEnv>) {
         <section class="card" aria-labelledby="storage-title">
           <h2 id="storage-title">Storage</h2>
           <p>
-            <strong data-testid="used">{humanBytes(usedBytes)}</strong> used of <strong data-testid="capacity">{humanBytes(capacityBytes)}</strong>
-            {" "}({percent < 1 && usedBytes > 0 ? "<1" : Math.round(percent)}%)
+            <strong data-testid="used">{humanBytes(usedBytes)}</strong> used of <strong data-testid="capacity">{humanBytes(capacityBytes)}</strong> (
+            {percent < 1 && usedBytes > 0 ? "<1" : Math.round(percent)}%)
           </p>
           <meter
             class="bar"

@@ -18,7 +18,11 @@ export function ErrorPage({ status, message, requestId, signedIn }: { status: nu
   return (
     <Layout title={titles[status] ?? "Error"} signedIn={signedIn}>
       <Notice kind="error">{message}</Notice>
-      {requestId && <p class="muted">Reference for the administrator: <code>{requestId}</code></p>}
+      {requestId && (
+        <p class="muted">
+          Reference for the administrator: <code>{requestId}</code>
+        </p>
+      )}
       <p>
         <a href={signedIn ? `${BASE}/dashboard` : `${BASE}/login`}>{signedIn ? "Back to the dashboard" : "Go to the sign-in page"}</a>
       </p>

@@ -92,7 +92,8 @@ async function readBody(request: Request, deadlineMs: number) {
     return await readBodyWithin(request, { limit: formLimits.bytes, deadlineMs });
   } catch (e) {
     if (e instanceof BodyTooLarge) throw tooLarge();
-    if (e instanceof BodyTimeout) throw new AppError("request_timeout", `The form did not arrive within ${Math.max(1, Math.round(deadlineMs / 1000))} seconds.`);
+    if (e instanceof BodyTimeout)
+      throw new AppError("request_timeout", `The form did not arrive within ${Math.max(1, Math.round(deadlineMs / 1000))} seconds.`);
     if (e instanceof AppError && e.status === 400) throw badRequest("The form did not arrive completely: the connection ended.");
     throw e;
   }

@@ -50,7 +50,7 @@ export function albumQuery(value: string | undefined): number | null | undefined
 }
 
 const SORT_LABELS: Record<ImageSort, string> = { newest: "Newest first", oldest: "Oldest first", largest: "Largest first" };
-const sortQuery = (value: string | undefined): ImageSort => (IMAGE_SORTS as readonly string[]).includes(value ?? "") ? (value as ImageSort) : "newest";
+const sortQuery = (value: string | undefined): ImageSort => ((IMAGE_SORTS as readonly string[]).includes(value ?? "") ? (value as ImageSort) : "newest");
 type Visibility = "public" | "private";
 const visibilityQuery = (value: string | undefined): Visibility | undefined => (value === "public" || value === "private" ? value : undefined);
 
@@ -194,7 +194,19 @@ function ImageCard({ image, signedIn, state, back, baseUrl }: { image: Listed; s
   );
 }
 
-function ConfirmDelete({ signedIn, image, page, perPage, back }: { signedIn: SignedIn; image: { key: string; name: string }; page: number; perPage: number; back: string }) {
+function ConfirmDelete({
+  signedIn,
+  image,
+  page,
+  perPage,
+  back,
+}: {
+  signedIn: SignedIn;
+  image: { key: string; name: string };
+  page: number;
+  perPage: number;
+  back: string;
+}) {
   return (
     <Layout title="Delete an image" signedIn={signedIn} active="images">
       <form class="card narrow" method="post" action={`${detailHref(image.key)}/delete`}>
@@ -224,9 +236,7 @@ function ConfirmBulkDelete({ signedIn, images, back }: { signedIn: SignedIn; ima
   return (
     <Layout title="Delete images" signedIn={signedIn} active="images">
       <form class="card" method="post" action={`${BASE}/images/delete`}>
-        <p>
-          Delete {count}? Their files, thumbnails and records are removed at once; this cannot be undone.
-        </p>
+        <p>Delete {count}? Their files, thumbnails and records are removed at once; this cannot be undone.</p>
         <ul class="doomed" aria-label="The images to delete">
           {images.map((image) => (
             <li>
@@ -288,11 +298,17 @@ async function renderList(c: Context<SignedInEnv>) {
     const filtered = isFiltered(filter);
     const [rows, counted] = await Promise.all([
       listImagesForOwner(deps.db, signedIn.user.id, state.perPage, (state.page - 1) * state.perPage, filter, state.sort),
-      filtered ? countImagesForOwner(deps.db, signedIn.user.id, filter, upTo) : getUser(deps.db, signedIn.user.id).then((u) => u?.imageNum ?? signedIn.user.imageNum),
+      filtered
+        ? countImagesForOwner(deps.db, signedIn.user.id, filter, upTo)
+        : getUser(deps.db, signedIn.user.id).then((u) => u?.imageNum ?? signedIn.user.imageNum),
     ]);
     total = counted;
     exact = !filtered || counted < upTo;
-    listed = rows.map((r) => ({ resource: toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl), createdAt: r.image.createdAt, expiredAt: r.image.expiredAt }));
+    listed = rows.map((r) => ({
+      resource: toImageResource(r.image, r.strategy, deps.storage, deps.config.baseUrl),
+      createdAt: r.image.createdAt,
+      expiredAt: r.image.expiredAt,
+    }));
   }
   const lastPage = exact ? Math.max(1, Math.ceil(total / state.perPage)) : state.page + 1;
   const current = typeof album === "number" ? albums.find((a) => a.id === album) : undefined;
@@ -362,11 +378,13 @@ async function renderList(c: Context<SignedInEnv>) {
         <div class="field">
           <label for="per_page">Per page</label>
           <select id="per_page" name="per_page">
-            {[...new Set([...PER_PAGE_CHOICES, state.perPage])].sort((a, b) => a - b).map((n) => (
-              <option value={String(n)} selected={n === state.perPage}>
-                {n}
-              </option>
-            ))}
+            {[...new Set([...PER_PAGE_CHOICES, state.perPage])]
+              .sort((a, b) => a - b)
+              .map((n) => (
+                <option value={String(n)} selected={n === state.perPage}>
+                  {n}
+                </option>
+              ))}
           </select>
         </div>
         <div class="buttons">
@@ -385,7 +403,8 @@ async function renderList(c: Context<SignedInEnv>) {
       ) : (
         <>
           <p class="muted" data-testid="total" role="status">
-            {!exact ? `more than ${(upTo - 1).toLocaleString("en")} images` : total === 1 ? "1 image" : `${total} images`}, {SORT_LABELS[state.sort].toLowerCase()}
+            {!exact ? `more than ${(upTo - 1).toLocaleString("en")} images` : total === 1 ? "1 image" : `${total} images`},{" "}
+            {SORT_LABELS[state.sort].toLowerCase()}
             {state.q && <> · name contains “{state.q}”</>}
             {state.visibility && <> · {state.visibility} only</>}
           </p>

@@ -139,13 +139,17 @@ export function upicHost(s: Settings) {
 
 /** One line; `screenshot.png` is the file to send. */
 export function curlCommand(s: Settings) {
-  const fields = extraFields(s.options).map(([k, v]) => ` -F ${shQuote(`${k}=${v}`)}`).join("");
+  const fields = extraFields(s.options)
+    .map(([k, v]) => ` -F ${shQuote(`${k}=${v}`)}`)
+    .join("");
   return `curl -sS -H ${shQuote(`Authorization: Bearer ${s.token}`)} -H 'Accept: application/json'${fields} -F 'file=@screenshot.png' ${shQuote(uploadUrl(s))}`;
 }
 
 /** A script for screenshot tools: the image on standard input or as a file; prints the URL and copies it. */
 export function uploadScript(s: Settings) {
-  const fields = extraFields(s.options).map(([k, v]) => ` -F ${shQuote(`${k}=${v}`)}`).join("");
+  const fields = extraFields(s.options)
+    .map(([k, v]) => ` -F ${shQuote(`${k}=${v}`)}`)
+    .join("");
   const name = `${s.host}-upload.sh`;
   return `#!/usr/bin/env bash
 # Uploads an image to ${s.host} and prints its address; with wl-copy (Wayland) or xclip (X11)
@@ -229,7 +233,7 @@ interface Shown {
 function Config({ id, label, text }: { id: string; label: string; text: string }) {
   return (
     <div class="config">
-      <pre id={id} tabindex={0} aria-label={label}>
+      <pre id={id} role="region" tabindex={0} aria-label={label}>
         <code>{text}</code>
       </pre>
       <CopyButton text={text} label={`Copy ${label}`} name={label} />
@@ -257,7 +261,19 @@ const query = (o: Options) => {
   return q.toString();
 };
 
-function Download({ file, settings, signedIn, withToken, label }: { file: DownloadName; settings: Settings; signedIn: SignedIn; withToken: boolean; label: string }) {
+function Download({
+  file,
+  settings,
+  signedIn,
+  withToken,
+  label,
+}: {
+  file: DownloadName;
+  settings: Settings;
+  signedIn: SignedIn;
+  withToken: boolean;
+  label: string;
+}) {
   const action = `${BASE}/integrations/download/${file}`;
   if (!withToken) {
     return (
@@ -297,15 +313,16 @@ function IntegrationsPage({ signedIn, settings, choices, shown }: { signedIn: Si
           <Notice kind="info">The settings below hold this token. Copy them now: it is shown only this once, and only its hash is kept.</Notice>
           <SecretValue id="new-token" label="New token" value={created.token} name="token" />
           <p class="muted small">
-            It is listed on the <a href={`${BASE}/tokens`}>API tokens</a> page, where it can be revoked. <a href={`${BASE}/integrations?${query(o)}`}>Show the settings without a token</a>.
+            It is listed on the <a href={`${BASE}/tokens`}>API tokens</a> page, where it can be revoked.{" "}
+            <a href={`${BASE}/integrations?${query(o)}`}>Show the settings without a token</a>.
           </p>
         </section>
       ) : (
         <section class="card" aria-labelledby="token-title">
           <h2 id="token-title">Which token</h2>
           <p>
-            A token's value is shown only when it is made, so these settings hold <code>{TOKEN_PLACEHOLDER}</code> where the token goes: replace it with a token you
-            already have, or make a new one for them.
+            A token's value is shown only when it is made, so these settings hold <code>{TOKEN_PLACEHOLDER}</code> where the token goes: replace it with a token
+            you already have, or make a new one for them.
           </p>
           <form method="post" action={`${BASE}/integrations`}>
             <FormToken signedIn={signedIn} />
@@ -555,7 +572,9 @@ function IntegrationsPage({ signedIn, settings, choices, shown }: { signedIn: Si
         <Download file="script" settings={settings} signedIn={signedIn} withToken={withToken} label={`Download ${settings.host}-upload.sh`} />
         <Config id="cfg-script" label="upload script" text={uploadScript(settings)} />
       </section>
-      <p class="muted small">Token used above: {tokenWord}. Storage: {strategyName}.</p>
+      <p class="muted small">
+        Token used above: {tokenWord}. Storage: {strategyName}.
+      </p>
     </Layout>
   );
 }
@@ -617,7 +636,14 @@ function download(c: Context<SignedInEnv>, file: DownloadName, settings: Setting
 export function register(web: Hono<WebEnv>) {
   web.get("/integrations", requireSession, async (c) => {
     const choices = await choicesFor(c);
-    return render(c, settingsFor(c, optionsFrom((n) => c.req.query(n), choices)), choices);
+    return render(
+      c,
+      settingsFor(
+        c,
+        optionsFrom((n) => c.req.query(n), choices),
+      ),
+      choices,
+    );
   });
 
   web.post("/integrations", requireSession, async (c) => {
@@ -643,7 +669,14 @@ export function register(web: Hono<WebEnv>) {
   web.get("/integrations/download/:file", requireSession, async (c) => {
     const file = downloadName(c.req.param("file"));
     const choices = await choicesFor(c);
-    return download(c, file, settingsFor(c, optionsFrom((n) => c.req.query(n), choices)));
+    return download(
+      c,
+      file,
+      settingsFor(
+        c,
+        optionsFrom((n) => c.req.query(n), choices),
+      ),
+    );
   });
 
   web.post("/integrations/download/:file", requireSession, async (c) => {
@@ -652,6 +685,14 @@ export function register(web: Hono<WebEnv>) {
     const token = formField(form, "token");
     if (token !== "" && !TOKEN_SHAPE.test(token)) throw validationError({ token: ["This is not a token of this site."] });
     const choices = await choicesFor(c);
-    return download(c, file, settingsFor(c, optionsFrom((n) => form[n], choices), token || TOKEN_PLACEHOLDER));
+    return download(
+      c,
+      file,
+      settingsFor(
+        c,
+        optionsFrom((n) => form[n], choices),
+        token || TOKEN_PLACEHOLDER,
+      ),
+    );
   });
 }

@@ -11,7 +11,8 @@ import { formField, readForm } from "./form.ts";
 import { Field, FieldError, Layout, Notice } from "./layout.tsx";
 import { BASE, requireThisSite, type WebEnv } from "./session.ts";
 
-const gone = () => notFound("This link is not valid: it was used already, it has expired (links last an hour), or it never existed. Ask your administrator for a new one.");
+const gone = () =>
+  notFound("This link is not valid: it was used already, it has expired (links last an hour), or it never existed. Ask your administrator for a new one.");
 
 function PasswordPage({ token, username, error }: { token: string; username: string; error?: string }) {
   return (

@@ -21,10 +21,7 @@ export const USERNAME = /^[A-Za-z0-9_.-]{2,64}$/;
 const SignUp = z.object({
   username: z.string().trim().regex(USERNAME, "Use 2–64 letters, digits, '_', '.' or '-'."),
   email: z.email("Enter a valid email address.").max(254),
-  password: z
-    .string()
-    .min(PASSWORD_MIN, `Use at least ${PASSWORD_MIN} characters.`)
-    .max(PASSWORD_MAX, `Use at most ${PASSWORD_MAX} characters.`),
+  password: z.string().min(PASSWORD_MIN, `Use at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Use at most ${PASSWORD_MAX} characters.`),
 });
 
 interface Form {

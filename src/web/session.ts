@@ -54,7 +54,8 @@ export function setSessionCookie<E extends WebEnv>(c: Context<E>, secret: string
   });
 }
 
-export const clearSessionCookie = <E extends WebEnv>(c: Context<E>) => deleteCookie(c, COOKIE, { path: BASE, secure: isHttps(c), httpOnly: true, sameSite: "Lax" });
+export const clearSessionCookie = <E extends WebEnv>(c: Context<E>) =>
+  deleteCookie(c, COOKIE, { path: BASE, secure: isHttps(c), httpOnly: true, sameSite: "Lax" });
 
 export const sessionSecret = <E extends WebEnv>(c: Context<E>) => getCookie(c, COOKIE);
 
@@ -95,10 +96,14 @@ export const requireSession: MiddlewareHandler<SignedInEnv> = (c, next) => signe
  * Anyone else signed in gets a 403 page.
  */
 export const requireAdminSession: MiddlewareHandler<SignedInEnv> = async (c, next) =>
-  signedInOnly(c, async () => {
-    if (c.get("signedIn").user.role !== "admin") throw forbidden("This page is for administrators.");
-    await next();
-  }, false);
+  signedInOnly(
+    c,
+    async () => {
+      if (c.get("signedIn").user.role !== "admin") throw forbidden("This page is for administrators.");
+      await next();
+    },
+    false,
+  );
 
 async function signedInOnly(c: Context<SignedInEnv>, next: () => Promise<void>, gateSite: boolean) {
   const deps = c.get("deps");
@@ -124,6 +129,6 @@ export const requireThisSite: MiddlewareHandler<WebEnv> = async (c, next) => {
 
 /** Where to go after signing in: a page of the user center, never another site. */
 export function safeNext(next: string | undefined): string {
-  if (next && next.startsWith(`${BASE}/`) && !next.startsWith("//") && !/[\\\s]/.test(next) && !next.startsWith(`${BASE}/logout`)) return next;
+  if (next?.startsWith(`${BASE}/`) && !next.startsWith("//") && !/[\\\s]/.test(next) && !next.startsWith(`${BASE}/logout`)) return next;
   return `${BASE}/dashboard`;
 }

@@ -150,7 +150,15 @@ function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; listing:
       <section class="card" aria-labelledby="list-title">
         <h2 id="list-title">Your tokens</h2>
         {tokens.length === 0 ? (
-          <p class="muted">{total === 0 ? "No tokens yet." : <>No tokens on this page. <a href={`${BASE}/tokens`}>Back to the first page</a>.</>}</p>
+          <p class="muted">
+            {total === 0 ? (
+              "No tokens yet."
+            ) : (
+              <>
+                No tokens on this page. <a href={`${BASE}/tokens`}>Back to the first page</a>.
+              </>
+            )}
+          </p>
         ) : (
           <div class="table-wrap">
             <table class="stack">
@@ -175,11 +183,23 @@ function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; listing:
         )}
         {lastPage > 1 && (
           <nav class="pages" aria-label="Pages of tokens">
-            {page > 1 ? <a href={`${BASE}/tokens?page=${page - 1}`} rel="prev">← Newer</a> : <span></span>}
+            {page > 1 ? (
+              <a href={`${BASE}/tokens?page=${page - 1}`} rel="prev">
+                ← Newer
+              </a>
+            ) : (
+              <span></span>
+            )}
             <span>
               Page {page} of {lastPage} ({total} tokens)
             </span>
-            {page < lastPage ? <a href={`${BASE}/tokens?page=${page + 1}`} rel="next">Older →</a> : <span></span>}
+            {page < lastPage ? (
+              <a href={`${BASE}/tokens?page=${page + 1}`} rel="next">
+                Older →
+              </a>
+            ) : (
+              <span></span>
+            )}
           </nav>
         )}
         <p class="muted small">Revoking a permanent token also revokes the upload tokens it issued through the API.</p>
@@ -194,7 +214,16 @@ function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; listing:
             <FieldError id="num" error={errors.num} />
           </Field>
           <Field label="Valid for (seconds)" id="seconds" hint="1–2626560 (about 30 days); 3600 = one hour">
-            <input id="seconds" name="seconds" type="number" min={1} max={2626560} required value={values.seconds ?? "3600"} {...described("seconds", "seconds-hint")} />
+            <input
+              id="seconds"
+              name="seconds"
+              type="number"
+              min={1}
+              max={2626560}
+              required
+              value={values.seconds ?? "3600"}
+              {...described("seconds", "seconds-hint")}
+            />
             <FieldError id="seconds" error={errors.seconds} />
           </Field>
           <button type="submit">Issue tokens</button>

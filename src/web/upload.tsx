@@ -101,7 +101,11 @@ export function register(web: Hono<WebEnv>) {
             <Field
               label="Delete automatically at"
               id="expired_at"
-              hint={group.retentionMaxSeconds === null ? "Empty: keep it." : `Empty: after ${duration(group.retentionMaxSeconds)}, the longest your group keeps an image.`}
+              hint={
+                group.retentionMaxSeconds === null
+                  ? "Empty: keep it."
+                  : `Empty: after ${duration(group.retentionMaxSeconds)}, the longest your group keeps an image.`
+              }
             >
               <input id="expired_at" name="expired_at" type="datetime-local" aria-describedby="expired_at-hint" />
             </Field>

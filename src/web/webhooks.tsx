@@ -66,7 +66,10 @@ const EVENT_HINTS: Record<EventType, string> = {
 /** What the pages show of an endpoint (a service row has it; the admin page reads it from the admin API). */
 export type EndpointView = Pick<Endpoint, "id" | "url" | "description" | "events" | "enabled" | "disabledReason" | "disabledAt" | "failingSince" | "createdAt">;
 /** What the delivery log shows of a delivery. */
-export type DeliveryView = Pick<Delivery, "id" | "eventType" | "status" | "attempts" | "lastStatusCode" | "lastLatencyMs" | "lastError" | "lastAttemptAt" | "nextAttemptAt" | "createdAt">;
+export type DeliveryView = Pick<
+  Delivery,
+  "id" | "eventType" | "status" | "attempts" | "lastStatusCode" | "lastLatencyMs" | "lastError" | "lastAttemptAt" | "nextAttemptAt" | "createdAt"
+>;
 
 /**
  * Where the pages read and change endpoints. A refusal is thrown as an AppError: 404 for an endpoint or delivery
@@ -180,7 +183,16 @@ function EndpointFields({ area, form, prefix }: { area: WebhookArea; form: FormS
     <>
       <div class="field">
         <label for={id("url")}>URL</label>
-        <input id={id("url")} name="url" type="url" required maxlength={2000} value={values.url} placeholder="https://example.com/hooks/images" {...described("url", `${id("url")}-hint`)} />
+        <input
+          id={id("url")}
+          name="url"
+          type="url"
+          required
+          maxlength={2000}
+          value={values.url}
+          placeholder="https://example.com/hooks/images"
+          {...described("url", `${id("url")}-hint`)}
+        />
         <small id={`${id("url")}-hint`} class="hint">
           http or https. Events are sent as POST requests with a JSON body; private and internal addresses are refused, {area.internal}.
         </small>
@@ -188,7 +200,14 @@ function EndpointFields({ area, form, prefix }: { area: WebhookArea; form: FormS
       </div>
       <div class="field">
         <label for={id("description")}>Description (optional)</label>
-        <input id={id("description")} name="description" type="text" maxlength={DESCRIPTION_MAX} value={values.description} {...described("description", `${id("description")}-hint`)} />
+        <input
+          id={id("description")}
+          name="description"
+          type="text"
+          maxlength={DESCRIPTION_MAX}
+          value={values.description}
+          {...described("description", `${id("description")}-hint`)}
+        />
         <small id={`${id("description")}-hint`} class="hint">
           What receives it, at most {DESCRIPTION_MAX} characters.
         </small>
@@ -218,15 +237,13 @@ function SecretShown({ shown, area }: { shown: Secret; area: WebhookArea }) {
   return (
     <section class="card secret" aria-labelledby="secret-title">
       <h2 id="secret-title">{shown.rotated ? "The endpoint's new signing secret" : "The new endpoint's signing secret"}</h2>
-      <Notice kind="info">
-        Copy it now: it will not be shown again.{shown.rotated ? " The old secret no longer signs anything." : ""}
-      </Notice>
+      <Notice kind="info">Copy it now: it will not be shown again.{shown.rotated ? " The old secret no longer signs anything." : ""}</Notice>
       <SecretValue id="webhook-secret" label="Signing secret" value={shown.secret} name="signing secret" />
       <p class="muted small">
         Every delivery is signed as Standard Webhooks do it: the headers <code>webhook-id</code>, <code>webhook-timestamp</code> and{" "}
         <code>webhook-signature</code> (<code>v1,</code> and the base64 HMAC-SHA256 of <code>id.timestamp.body</code>, keyed with the base64-decoded part of the
-        secret after <code>whsec_</code>). A Standard Webhooks library checks it with this secret; the image host's docs/webhooks.md shows how, and what each event
-        holds. Deduplicate by <code>webhook-id</code>: a delivery may arrive more than once.
+        secret after <code>whsec_</code>). A Standard Webhooks library checks it with this secret; the image host's docs/webhooks.md shows how, and what each
+        event holds. Deduplicate by <code>webhook-id</code>: a delivery may arrive more than once.
       </p>
       <p class="muted small">
         <a href={`${area.base}/${shown.endpoint.id}`}>Go to the endpoint</a> · <a href={area.base}>All endpoints</a>
@@ -272,16 +289,39 @@ function EndpointTable({ area, endpoints }: { area: WebhookArea; endpoints: Endp
 
 const truncate = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
 
-function DeliveryLog({ area, endpoint, deliveries, before, older, signedIn }: { area: WebhookArea; endpoint: EndpointView; deliveries: DeliveryView[]; before?: number; older: string | null; signedIn: SignedIn }) {
+function DeliveryLog({
+  area,
+  endpoint,
+  deliveries,
+  before,
+  older,
+  signedIn,
+}: {
+  area: WebhookArea;
+  endpoint: EndpointView;
+  deliveries: DeliveryView[];
+  before?: number;
+  older: string | null;
+  signedIn: SignedIn;
+}) {
   const here = `${area.base}/${endpoint.id}`;
   return (
     <section class="card" aria-labelledby="log-title">
       <h2 id="log-title">Delivery log</h2>
       <p class="muted small">
-        Newest first, {DELIVERIES_PAGE} a page{before !== undefined ? `; deliveries older than #${before}` : ""}. Delivered and failed deliveries are kept 30 days.
+        Newest first, {DELIVERIES_PAGE} a page{before !== undefined ? `; deliveries older than #${before}` : ""}. Delivered and failed deliveries are kept 30
+        days.
       </p>
       {deliveries.length === 0 ? (
-        <p class="muted">{before === undefined ? "Nothing sent yet." : <>No older deliveries. <a href={here}>Back to the newest</a>.</>}</p>
+        <p class="muted">
+          {before === undefined ? (
+            "Nothing sent yet."
+          ) : (
+            <>
+              No older deliveries. <a href={here}>Back to the newest</a>.
+            </>
+          )}
+        </p>
       ) : (
         <div class="table-wrap">
           <table class="list stack deliveries">
@@ -376,7 +416,9 @@ function resentNotice(done: string, n: string | undefined) {
   if (count === null || (done !== "enabled-resent" && done !== "resent-failed")) return null;
   const what = count === 1 ? "1 failed delivery is" : `${count} failed deliveries are`;
   const more = count >= RESEND_MAX ? ` That is the most one request sends: send again for the rest.` : "";
-  return <Notice kind="success">{`${done === "enabled-resent" ? "Endpoint switched on; its failure streak starts over. " : ""}${count === 0 ? "There was no failed delivery to send again." : `${what} sent again; their rows below show the outcome.`}${more}`}</Notice>;
+  return (
+    <Notice kind="success">{`${done === "enabled-resent" ? "Endpoint switched on; its failure streak starts over. " : ""}${count === 0 ? "There was no failed delivery to send again." : `${what} sent again; their rows below show the outcome.`}${more}`}</Notice>
+  );
 }
 
 /** Switching on, with what it missed (checked by default): the deliveries that failed or were not sent since the streak or the switch-off. */
@@ -432,7 +474,10 @@ function ResendFailed({ here, endpoint, signedIn }: { here: string; endpoint: En
 
 // ---- pages -----------------------------------------------------------------------------------------------------
 
-const emptyForm = (area: WebhookArea): FormState => ({ values: { url: "", description: "", events: area.events.filter((e) => e.startsWith("image.")) }, errors: {} });
+const emptyForm = (area: WebhookArea): FormState => ({
+  values: { url: "", description: "", events: area.events.filter((e) => e.startsWith("image.")) },
+  errors: {},
+});
 
 async function renderList(c: Context<SignedInEnv>, area: WebhookArea, shown: { form?: FormState; secret?: Secret } = {}, status: 200 | 400 | 422 = 200) {
   const signedIn = c.get("signedIn");
@@ -450,8 +495,8 @@ async function renderList(c: Context<SignedInEnv>, area: WebhookArea, shown: { f
           {done && NOTICES[done] && <Notice kind="success">{NOTICES[done]}</Notice>}
           {shown.secret && <SecretShown shown={shown.secret} area={area} />}
           <p>
-            An endpoint receives a signed POST for each event it asks for about {area.whose}. Failed deliveries are retried for about a day; an endpoint that keeps
-            failing for a day, or answers <code>410 Gone</code>, is switched off and says so here.
+            An endpoint receives a signed POST for each event it asks for about {area.whose}. Failed deliveries are retried for about a day; an endpoint that
+            keeps failing for a day, or answers <code>410 Gone</code>, is switched off and says so here.
           </p>
           <section class="card" aria-labelledby="endpoints-title">
             <h2 id="endpoints-title">Endpoints</h2>

@@ -43,8 +43,7 @@ export const PUBLIC_ONLY: AllowList = { hosts: new Set(), ranges: [] };
 const MAX_URL_LENGTH = 2048;
 
 /** The system's resolver (getaddrinfo, so /etc/hosts counts), every answer in the order given. */
-export const defaultResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+export const defaultResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Addresses
@@ -80,7 +79,7 @@ function parseV6(text: string): Uint8Array | null {
   let all: number[];
   if (halves.length === 1) {
     const only = groups(halves[0]!, true);
-    if (!only || only.length !== 8) return null;
+    if (only?.length !== 8) return null;
     all = only;
   } else {
     const left = groups(halves[0]!, false);
@@ -349,6 +348,7 @@ export async function checkDestination(url: URL, allow: AllowList, resolve: Reso
   }
   const address = addresses[0]!;
   const family = isIP(address.replace(/%.*$/, ""));
-  if (family !== 4 && family !== 6) return { ok: false, reason: `${host} resolved to "${address}", not an IP address`, shown: `${host} did not resolve to an IP address` };
+  if (family !== 4 && family !== 6)
+    return { ok: false, reason: `${host} resolved to "${address}", not an IP address`, shown: `${host} did not resolve to an IP address` };
   return { ok: true, address, family };
 }

@@ -75,7 +75,10 @@ function start(deps: Deps, row: Attempted): Promise<AttemptOutcome> {
       if (next) {
         // one that waited long is read again (its endpoint may have been switched off, its secret rotated)
         if (performance.now() - next.since < FRESH_MS) void start(deps, next.row);
-        else void attempt(deps, next.row.id, { detach: true }).catch((e) => logFor(deps).error({ err: e, delivery_id: next.row.id }, "webhooks: a waiting delivery could not be read"));
+        else
+          void attempt(deps, next.row.id, { detach: true }).catch((e) =>
+            logFor(deps).error({ err: e, delivery_id: next.row.id }, "webhooks: a waiting delivery could not be read"),
+          );
       }
     }
   })();
@@ -103,7 +106,9 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
   const here = () => sends.deliveries.has(id) || sends.waiting.has(id);
   if (here()) {
     // being sent, or waiting for a slot, here (queued again once its lease had passed): the lease is renewed
-    await deps.db.execute(sql`update webhook_deliveries set lease_until = now() + ${`${leaseMs} milliseconds`}::interval where id = ${id} and status = 'pending'`);
+    await deps.db.execute(
+      sql`update webhook_deliveries set lease_until = now() + ${`${leaseMs} milliseconds`}::interval where id = ${id} and status = 'pending'`,
+    );
     return "waiting";
   }
   // the delivery, its endpoint and owner's grant, and when an earlier event of the same subject still pending there
@@ -131,7 +136,7 @@ export async function attempt(deps: Deps, id: number, options: { detach?: boolea
       )
       select target.*, (select count(*) from lease)::int as leased from target`),
   );
-  if (!row || row.status !== "pending") return "skipped";
+  if (row?.status !== "pending") return "skipped";
   if (!row.enabled) {
     await deps.db.execute(sql`update webhook_deliveries set status = 'failed', next_attempt_at = null,
       last_error = 'not sent: the endpoint was switched off' where id = ${id} and status = 'pending'`);

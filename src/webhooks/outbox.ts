@@ -81,7 +81,11 @@ export async function resendFailed(db: Executor, endpointId: number, since: Date
 /** A `webhook.test` event for one endpoint only (its page's "Send a test event"). */
 export async function sendTestEvent(db: Executor, endpointId: number, at: Date): Promise<number | null> {
   const id = `msg_${crypto.randomUUID().replace(/-/g, "")}`;
-  const body = eventBody({ type: "webhook.test", timestamp: at.toISOString(), data: { endpoint_id: endpointId, message: "A test event sent from the image host." } });
+  const body = eventBody({
+    type: "webhook.test",
+    timestamp: at.toISOString(),
+    data: { endpoint_id: endpointId, message: "A test event sent from the image host." },
+  });
   const [row] = rowsOf<{ id: string }>(
     await db.execute(sql`
       with made as (

@@ -164,8 +164,7 @@ export async function startQueue(deps: Deps, connection: Connection, options: Qu
     logger: quietLogger(log),
   });
   await withLogger(log, () => requeueOverdue(deps)).catch((e) => log.error({ err: e }, "job queue: could not requeue overdue deliveries"));
-  const beat = () =>
-    withLogger(log, () => heartbeat(deps, instance, workerIds)).catch((e) => log.error({ err: e }, "job queue: the heartbeat failed"));
+  const beat = () => withLogger(log, () => heartbeat(deps, instance, workerIds)).catch((e) => log.error({ err: e }, "job queue: the heartbeat failed"));
   let beating: Promise<unknown> = beat();
   const timer = setInterval(() => (beating = beat()), HEARTBEAT_MS);
   const sweep = () =>

@@ -31,7 +31,18 @@ export interface SendRequest {
 
 const USER_AGENT = "image-host-webhooks/1";
 /** Headers that describe the connection or the framing, which are ours to set. */
-const OWN_HEADERS = new Set(["host", "content-length", "content-type", "user-agent", "connection", "transfer-encoding", "keep-alive", "expect", "upgrade", "te"]);
+const OWN_HEADERS = new Set([
+  "host",
+  "content-length",
+  "content-type",
+  "user-agent",
+  "connection",
+  "transfer-encoding",
+  "keep-alive",
+  "expect",
+  "upgrade",
+  "te",
+]);
 const ERROR_TEXT: Record<string, string> = {
   ECONNREFUSED: "connection refused",
   ECONNRESET: "connection reset",
@@ -83,7 +94,7 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
 
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) if (!OWN_HEADERS.has(name.toLowerCase())) headers[name] = value;
-    headers["host"] = url.host;
+    headers.host = url.host;
     headers["content-type"] = "application/json";
     headers["user-agent"] = USER_AGENT;
     headers["content-length"] = String(Buffer.byteLength(req.body));
@@ -125,7 +136,12 @@ export async function sendWebhook(req: SendRequest): Promise<SendResult> {
           response = res;
           const remote = res.socket?.remoteAddress;
           if (remote && !sameAddress(remote, address)) {
-            finish({ kind: "failed", reason: `connected to ${remote}, not to the checked ${address}`, shown: "connected to another address than the one checked", ms: elapsed() });
+            finish({
+              kind: "failed",
+              reason: `connected to ${remote}, not to the checked ${address}`,
+              shown: "connected to another address than the one checked",
+              ms: elapsed(),
+            });
             return;
           }
           const status = res.statusCode ?? 0;

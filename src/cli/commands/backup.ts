@@ -12,7 +12,11 @@ const RECIPE = "On PostgreSQL (DATABASE_URL) back up with pg_dump and the storag
 /** DATA_DIR and DATABASE_URL as the server reads them (the same validation). */
 function readEnv(): Env {
   const parsed = parseEnv();
-  if ("problems" in parsed) throw new CliError("invalid environment", parsed.problems.map((line) => `  ${line}`));
+  if ("problems" in parsed)
+    throw new CliError(
+      "invalid environment",
+      parsed.problems.map((line) => `  ${line}`),
+    );
   return parsed.env;
 }
 

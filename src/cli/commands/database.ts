@@ -19,7 +19,11 @@ export const databaseCommands: CommandGroup = {
       ],
       async run({ out }) {
         const parsed = parseEnv();
-        if ("problems" in parsed) throw new CliError("invalid environment", parsed.problems.map((line) => `  ${line}`));
+        if ("problems" in parsed)
+          throw new CliError(
+            "invalid environment",
+            parsed.problems.map((line) => `  ${line}`),
+          );
         const env = parsed.env;
         if (!env.DATABASE_URL) {
           throw new CliError("DATABASE_URL is not set: name the empty PostgreSQL database to move into", [
@@ -38,7 +42,9 @@ export const databaseCommands: CommandGroup = {
             `Moved ${summary.records} records in ${summary.tables} tables from the embedded database of ${summary.data_dir} into ${summary.target} ` +
               `(database ${summary.database_id}) in ${(summary.duration_ms / 1000).toFixed(1)} s.`,
           );
-          out.line(`Start the server with this DATABASE_URL and DATA_DIR=${summary.data_dir}. ${summary.data_dir}/postgres is no longer used: remove it once the server works.`);
+          out.line(
+            `Start the server with this DATABASE_URL and DATA_DIR=${summary.data_dir}. ${summary.data_dir}/postgres is no longer used: remove it once the server works.`,
+          );
           for (const warning of summary.warnings) out.line(`Warning: ${warning}`);
         });
       },

@@ -54,7 +54,13 @@ export const groupCommands: CommandGroup = {
             data.groups.map((g) => [
               cell(g.id),
               g.name,
-              [g.enabled ? "enabled" : "disabled", g.is_default && "default", g.is_guest && "guest", g.allow_api ? "api" : "no-api", g.webhook_allow_internal && "webhooks-internal"]
+              [
+                g.enabled ? "enabled" : "disabled",
+                g.is_default && "default",
+                g.is_guest && "guest",
+                g.allow_api ? "api" : "no-api",
+                g.webhook_allow_internal && "webhooks-internal",
+              ]
                 .filter(Boolean)
                 .join(","),
               cell(g.max_file_size_kb),

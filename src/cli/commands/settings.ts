@@ -7,7 +7,10 @@ import { parseBool } from "../values.ts";
 type SettingsInput = components["schemas"]["SettingsInput"];
 type SettingName = keyof SettingsInput;
 
-const SETTING_NAMES = Object.keys({ api_enabled: true, guest_upload_enabled: true, registration_enabled: true } satisfies Record<SettingName, true>) as SettingName[];
+const SETTING_NAMES = Object.keys({ api_enabled: true, guest_upload_enabled: true, registration_enabled: true } satisfies Record<
+  SettingName,
+  true
+>) as SettingName[];
 
 const isSettingName = (name: string): name is SettingName => (SETTING_NAMES as string[]).includes(name);
 

@@ -17,8 +17,16 @@ function listed(out: Output, label: string, summary: string, count: number, entr
 function printLocation(out: Output, l: LocationReconciliation, dryRun: boolean) {
   const found = (n: number, removed: number, verb = "removed") => `${n} found${dryRun ? "" : `, ${removed} ${verb}`}`;
   out.line(`${l.strategies.map((s) => `#${s.id} ${s.name}`).join(", ")} (${l.driver}):`);
-  out.line(`  objects scanned: ${l.objects_scanned} (${l.recent_objects} younger than the grace period, ${l.unrecognised_objects} not named by this service: left alone)`);
-  listed(out, "orphans", found(l.orphans_found, l.orphans_removed, `moved to ${QUARANTINE_PREFIX}<date>/ (kept ${QUARANTINE_DAYS} days)`), l.orphans_found, l.orphans);
+  out.line(
+    `  objects scanned: ${l.objects_scanned} (${l.recent_objects} younger than the grace period, ${l.unrecognised_objects} not named by this service: left alone)`,
+  );
+  listed(
+    out,
+    "orphans",
+    found(l.orphans_found, l.orphans_removed, `moved to ${QUARANTINE_PREFIX}<date>/ (kept ${QUARANTINE_DAYS} days)`),
+    l.orphans_found,
+    l.orphans,
+  );
   out.line(`  temporary files of abandoned writes: ${found(l.parts_found, l.parts_removed)}`);
   const missing = l.missing_objects.map((m) => `${m.key}: ${m.path}`);
   listed(out, "records whose object is missing", String(l.records_missing_object), l.records_missing_object, missing);

@@ -9,7 +9,7 @@ export const tokenCommands: CommandGroup = {
   commands: {
     create: command({
       usage: "<user> [--label <text>]",
-      summary: "Create a permanent API token (printed alone on the last line); --label names it, e.g. \"laptop ShareX\"",
+      summary: 'Create a permanent API token (printed alone on the last line); --label names it, e.g. "laptop ShareX"',
       args: ["user"],
       options: ["label"],
       async run({ args, options, api, out }) {

@@ -11,7 +11,10 @@ type UpdateUserInput = components["schemas"]["UpdateUserInput"];
 
 /** A line under a listing that is not the last page: how to see the next. */
 export function morePages(out: Output, data: { current_page: number; last_page: number; total: number }, what: string) {
-  if (data.last_page > 1) out.line(`Page ${data.current_page} of ${data.last_page} (${data.total} ${what})${data.current_page < data.last_page ? `: --page ${data.current_page + 1} for more` : ""}.`);
+  if (data.last_page > 1)
+    out.line(
+      `Page ${data.current_page} of ${data.last_page} (${data.total} ${what})${data.current_page < data.last_page ? `: --page ${data.current_page + 1} for more` : ""}.`,
+    );
 }
 
 /** `--page` and `--per-page` of a listing, as the admin API's `page` and `per_page`. */
@@ -78,7 +81,9 @@ export const userCommands: CommandGroup = {
       async run(inv) {
         const { args, options, api, out } = inv;
         if (options.password !== undefined) {
-          throw usageError(`${inv.name} takes no --password (the process list and the shell history would keep it): create the user, then run 'user set-password ${args.username}'`);
+          throw usageError(
+            `${inv.name} takes no --password (the process list and the shell history would keep it): create the user, then run 'user set-password ${args.username}'`,
+          );
         }
         const email = requireOption(inv, "email", "<e>");
         const body: CreateUserInput = {

@@ -192,7 +192,7 @@ export const webhookCommands: CommandGroup = {
     "resend-failed": command({
       usage: "<id> --since <time>",
       summary: "Send again every failed delivery of events since a time (those not sent while it was off among them); the endpoint must be on",
-      notes: ["    --since: ISO 8601 with an offset, or \"YYYY-MM-DD HH:MM[:SS]\" in the server's time zone"],
+      notes: ['    --since: ISO 8601 with an offset, or "YYYY-MM-DD HH:MM[:SS]" in the server\'s time zone'],
       args: ["id"],
       options: ["since"],
       async run(inv) {
@@ -200,7 +200,9 @@ export const webhookCommands: CommandGroup = {
         const id = parseEndpointId(args.id);
         const since = requireOption(inv, "since", "<time>");
         const data = await payload(api().POST("/api/admin/webhooks/{id}/resend-failed", { params: { path: { id } }, body: { since } }));
-        out.result(data, () => out.line(`${data.queued} failed ${data.queued === 1 ? "delivery" : "deliveries"} of webhook endpoint ${id} will be sent again.`));
+        out.result(data, () =>
+          out.line(`${data.queued} failed ${data.queued === 1 ? "delivery" : "deliveries"} of webhook endpoint ${id} will be sent again.`),
+        );
       },
     }),
   },

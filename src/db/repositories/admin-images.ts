@@ -38,17 +38,19 @@ function filterWhere(filter: AdminImageFilter): SQL | undefined {
  * which keeps LIMIT + OFFSET rows in memory (per_page ≤ 100).
  */
 export function adminImageListQuery(db: Executor, filter: AdminImageFilter, limit: number, offset: number) {
-  return db
-    .select({ image: images, strategy: strategies, user: { id: users.id, username: users.username } })
-    .from(images)
-    .innerJoin(strategies, eq(strategies.id, images.strategyId))
-    .leftJoin(users, eq(users.id, images.userId))
-    .where(filterWhere(filter))
-    // with an owner, user_id leads the order too (one value: the same order), so that `user_id is null`, which the
-    // planner does not take for a constant as it does `user_id = 3`, is also read in the index's order
-    .orderBy(...(filter.owner === undefined ? [] : [sql`${images.userId} desc nulls first`]), desc(images.createdAt), desc(images.id))
-    .limit(limit)
-    .offset(offset);
+  return (
+    db
+      .select({ image: images, strategy: strategies, user: { id: users.id, username: users.username } })
+      .from(images)
+      .innerJoin(strategies, eq(strategies.id, images.strategyId))
+      .leftJoin(users, eq(users.id, images.userId))
+      .where(filterWhere(filter))
+      // with an owner, user_id leads the order too (one value: the same order), so that `user_id is null`, which the
+      // planner does not take for a constant as it does `user_id = 3`, is also read in the index's order
+      .orderBy(...(filter.owner === undefined ? [] : [sql`${images.userId} desc nulls first`]), desc(images.createdAt), desc(images.id))
+      .limit(limit)
+      .offset(offset)
+  );
 }
 
 /** How many images the filter lets through, in one statement. */
@@ -69,6 +71,11 @@ export async function findImageByKeyOrName(db: Executor, keyOrName: string): Pro
 
 /** A guest's image, locked for its delete (run it in the deleting transaction). */
 export async function lockGuestImage(tx: Executor, key: string) {
-  const [image] = await tx.select().from(images).where(and(eq(images.key, key), isNull(images.userId))).limit(1).for("update");
+  const [image] = await tx
+    .select()
+    .from(images)
+    .where(and(eq(images.key, key), isNull(images.userId)))
+    .limit(1)
+    .for("update");
   return image ?? null;
 }

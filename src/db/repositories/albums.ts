@@ -43,7 +43,10 @@ export async function createOwnAlbum(db: Executor, ownerId: number, name: string
     if (!owner) return "missing";
     if (owner.albumNum >= ALBUMS_PER_ACCOUNT) return "limit";
     const [album] = await tx.insert(albums).values({ userId: ownerId, name }).returning();
-    await tx.update(users).set({ albumNum: sql`${users.albumNum} + 1` }).where(eq(users.id, ownerId));
+    await tx
+      .update(users)
+      .set({ albumNum: sql`${users.albumNum} + 1` })
+      .where(eq(users.id, ownerId));
     return album!;
   });
 }
@@ -69,7 +72,10 @@ export async function deleteOwnAlbum(db: Executor, ownerId: number, albumId: num
       .where(and(eq(albums.id, albumId), eq(albums.userId, ownerId)))
       .returning({ id: albums.id });
     if (deleted.length === 0) return false;
-    await tx.update(users).set({ albumNum: sql`greatest(${users.albumNum} - 1, 0)` }).where(eq(users.id, ownerId));
+    await tx
+      .update(users)
+      .set({ albumNum: sql`greatest(${users.albumNum} - 1, 0)` })
+      .where(eq(users.id, ownerId));
     return true;
   });
 }

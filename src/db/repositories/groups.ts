@@ -62,16 +62,14 @@ export async function getGroupWithStrategies(db: Executor, id: number): Promise<
 }
 
 /** Creates or updates a group; `strategyIds` (at most GROUP_STRATEGIES_MAX: the caller checks), when given, replaces its ordered strategy list. */
-export async function saveGroup(
-  db: Db,
-  id: number | null,
-  values: Partial<NewGroup>,
-  strategyIds?: number[],
-): Promise<GroupWithStrategies | null> {
+export async function saveGroup(db: Db, id: number | null, values: Partial<NewGroup>, strategyIds?: number[]): Promise<GroupWithStrategies | null> {
   const savedId = await db.transaction(async (tx) => {
     let groupId = id;
     if (groupId === null) {
-      const [row] = await tx.insert(groups).values(values as NewGroup).returning({ id: groups.id });
+      const [row] = await tx
+        .insert(groups)
+        .values(values as NewGroup)
+        .returning({ id: groups.id });
       groupId = row!.id;
     } else if (Object.keys(values).length > 0) {
       const updated = await tx.update(groups).set(values).where(eq(groups.id, groupId)).returning({ id: groups.id });
@@ -82,9 +80,7 @@ export async function saveGroup(
     if (strategyIds) {
       await tx.delete(groupStrategies).where(eq(groupStrategies.groupId, groupId));
       if (strategyIds.length > 0) {
-        await tx
-          .insert(groupStrategies)
-          .values(strategyIds.map((strategyId, position) => ({ groupId: groupId!, strategyId, position })));
+        await tx.insert(groupStrategies).values(strategyIds.map((strategyId, position) => ({ groupId: groupId!, strategyId, position })));
       }
     }
     return groupId;

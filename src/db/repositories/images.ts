@@ -32,8 +32,7 @@ export const IMAGE_SORTS = ["newest", "oldest", "largest"] as const;
 export type ImageSort = (typeof IMAGE_SORTS)[number];
 
 /** Whether a filter narrows the list at all (the unfiltered total is the account's counter). */
-export const isFiltered = (filter: ImageFilter) =>
-  filter !== undefined && (filter.album !== undefined || !!filter.q || filter.visibility !== undefined);
+export const isFiltered = (filter: ImageFilter) => filter !== undefined && (filter.album !== undefined || !!filter.q || filter.visibility !== undefined);
 
 /** `q` as a LIKE pattern that matches it anywhere, its wildcards (`%`, `_`) and the escape (`\`) taken literally. */
 export const containsPattern = (q: string) => `%${q.replace(/[\\%_]/g, "\\$&")}%`;
@@ -117,7 +116,12 @@ export async function countImagesForOwner(db: Executor, ownerId: number, filter:
     db,
     `images:count:${shapeOf(filter)}`,
     (name) => {
-      const matching = db.select({ one: sql`1` }).from(images).where(ownerWhere(sql.placeholder("owner"), filter, placeholders)).limit(sql.placeholder("upTo")).as("matching");
+      const matching = db
+        .select({ one: sql`1` })
+        .from(images)
+        .where(ownerWhere(sql.placeholder("owner"), filter, placeholders))
+        .limit(sql.placeholder("upTo"))
+        .as("matching");
       return db.select({ n: sql<number>`count(*)::int` }).from(matching).prepare(name);
     },
     { planEachRun: !!filter.q },
@@ -243,9 +247,7 @@ export async function recordAcceptedUpload(
 ): Promise<ImageRow> {
   const { limits } = charge;
   const at = (d: Date | null | undefined) => (d ? d.toISOString() : null);
-  const call = pendingIds
-    ? sql`record_leased_upload(${`{${pendingIds.map((id) => Math.trunc(id)).join(",")}}`}::bigint[], `
-    : sql`record_upload(`;
+  const call = pendingIds ? sql`record_leased_upload(${`{${pendingIds.map((id) => Math.trunc(id)).join(",")}}`}::bigint[], ` : sql`record_upload(`;
   let result;
   try {
     result = await db.execute(sql`select ${call}

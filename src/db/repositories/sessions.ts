@@ -48,7 +48,10 @@ export async function listLiveSessionsOfUser(db: Executor, userId: number, now: 
 
 /** Ends one session of the account (never another account's); whether there was one. */
 export async function deleteSessionOfUser(db: Executor, id: number, userId: number): Promise<boolean> {
-  const rows = await db.delete(sessions).where(and(eq(sessions.id, id), eq(sessions.userId, userId))).returning({ id: sessions.id });
+  const rows = await db
+    .delete(sessions)
+    .where(and(eq(sessions.id, id), eq(sessions.userId, userId)))
+    .returning({ id: sessions.id });
   return rows.length > 0;
 }
 

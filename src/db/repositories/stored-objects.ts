@@ -19,7 +19,10 @@ export async function findRecordsNaming(db: Executor, lookups: { strategyIds: nu
     .filter((l) => l.strategyIds.length > 0 && l.paths.length > 0)
     .map((l) => and(inArray(images.strategyId, l.strategyIds), or(inArray(images.path, l.paths), inArray(images.thumbnailPath, l.paths))));
   if (conditions.length === 0) return [];
-  return db.select(recordedObjects).from(images).where(or(...conditions));
+  return db
+    .select(recordedObjects)
+    .from(images)
+    .where(or(...conditions));
 }
 
 /** The variant objects (issue 17 §3) among `paths` on one of `strategyIds` (their image's strategy), for each lookup. */
@@ -61,13 +64,7 @@ const fromNow = (seconds: number) => sql`now() + make_interval(secs => ${seconds
  * Queues the removal of `paths` on a strategy, due `dueInSeconds` from now (0: at once, to any worker). Returns the
  * rows' ids, in the order of `paths`.
  */
-export async function queueRemovals(
-  db: Executor,
-  strategyId: number,
-  paths: string[],
-  reason: RemovalReason,
-  dueInSeconds = 0,
-): Promise<number[]> {
+export async function queueRemovals(db: Executor, strategyId: number, paths: string[], reason: RemovalReason, dueInSeconds = 0): Promise<number[]> {
   if (paths.length === 0) return [];
   const rows = await db
     .insert(pendingRemovals)
@@ -99,7 +96,10 @@ export async function queueRemovalsLazily(db: Db, strategyId: number, paths: str
 /** Pushes the due time of rows still held (an upload in flight renewing its lease). */
 export async function extendRemovals(db: Executor, ids: number[], dueInSeconds: number) {
   if (ids.length === 0) return;
-  await db.update(pendingRemovals).set({ dueAt: fromNow(dueInSeconds) }).where(inArray(pendingRemovals.id, ids));
+  await db
+    .update(pendingRemovals)
+    .set({ dueAt: fromNow(dueInSeconds) })
+    .where(inArray(pendingRemovals.id, ids));
 }
 
 /** A pending removal with the strategy whose storage holds the object. */
@@ -131,11 +131,7 @@ export async function lockRemovals(tx: Tx, which: { due: true; limit: number } |
 
 /** Whether any removal is due: a cheap look before a worker opens a transaction. */
 export async function anyRemovalDue(db: Executor): Promise<boolean> {
-  const rows = await db
-    .select({ id: pendingRemovals.id })
-    .from(pendingRemovals)
-    .where(lte(pendingRemovals.dueAt, sql`now()`))
-    .limit(1);
+  const rows = await db.select({ id: pendingRemovals.id }).from(pendingRemovals).where(lte(pendingRemovals.dueAt, sql`now()`)).limit(1);
   return rows.length > 0;
 }
 
@@ -148,9 +144,7 @@ export async function pathsNamedByRecords(db: Executor, paths: string[]): Promis
     .where(or(inArray(images.path, paths), inArray(images.thumbnailPath, paths)));
   const variants = await db.select({ path: imageVariants.path }).from(imageVariants).where(inArray(imageVariants.path, paths));
   const wanted = new Set(paths);
-  return new Set(
-    [...rows.flatMap((r) => [r.path, r.thumbnailPath]), ...variants.map((v) => v.path)].filter((p): p is string => p !== null && wanted.has(p)),
-  );
+  return new Set([...rows.flatMap((r) => [r.path, r.thumbnailPath]), ...variants.map((v) => v.path)].filter((p): p is string => p !== null && wanted.has(p)));
 }
 
 export async function deleteRemovals(db: Executor, ids: number[]) {

@@ -166,7 +166,10 @@ export async function revokeTokensOfUser(db: Executor, userId: number, at: Date,
 
 /** Whether the token exists and is the owner's. */
 export async function isOwnToken(db: Executor, id: number, ownerId: number): Promise<boolean> {
-  const [own] = await db.select({ id: tokens.id }).from(tokens).where(and(eq(tokens.id, id), eq(tokens.userId, ownerId)));
+  const [own] = await db
+    .select({ id: tokens.id })
+    .from(tokens)
+    .where(and(eq(tokens.id, id), eq(tokens.userId, ownerId)));
   return own !== undefined;
 }
 
@@ -188,4 +191,3 @@ export async function deleteDeadTokens(db: Executor, before: Date) {
     .delete(tokens)
     .where(or(and(eq(tokens.kind, "temporary"), lt(tokens.expiredAt, before)), and(isNotNull(tokens.revokedAt), lt(tokens.revokedAt, before))));
 }
-

@@ -9,7 +9,13 @@ export type NewUser = typeof users.$inferInsert;
 export type Album = typeof albums.$inferSelect;
 
 export async function getUser(db: Executor, id: number): Promise<User | null> {
-  const statement = prepared(db, "users:one", (name) => db.select().from(users).where(eq(users.id, sql.placeholder("id"))).prepare(name));
+  const statement = prepared(db, "users:one", (name) =>
+    db
+      .select()
+      .from(users)
+      .where(eq(users.id, sql.placeholder("id")))
+      .prepare(name),
+  );
   const [row] = await statement.execute({ id });
   return row ?? null;
 }

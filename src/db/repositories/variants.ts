@@ -75,10 +75,6 @@ export async function boundsForImage(db: Executor, userId: number | null): Promi
     userId === null
       ? sql`(select ${groups.id} from ${groups} where ${groups.isGuest} limit 1)`
       : sql`(select ${users.groupId} from ${users} where ${users.id} = ${userId})`;
-  const [row] = await db
-    .select({ maxPixels: groups.maxPixels, maxFileSizeKb: groups.maxFileSizeKb })
-    .from(groups)
-    .where(eq(groups.id, groupId))
-    .limit(1);
+  const [row] = await db.select({ maxPixels: groups.maxPixels, maxFileSizeKb: groups.maxFileSizeKb }).from(groups).where(eq(groups.id, groupId)).limit(1);
   return row ?? null;
 }

@@ -148,7 +148,8 @@ export function stripHeif(input: Uint8Array, policy: StripPolicy, removed: Set<s
 
   // the metadata items: capped; their ranges inside the file, never overlapping each other or any other item's
   const metadata = [...items].filter(([, item]) => item.type === "Exif" || item.type === "mime" || item.type === "uri ");
-  if (metadata.length > LIMITS.heifMetadataItems) throw new ContainerRefused(`The AVIF has ${metadata.length} metadata items; at most ${LIMITS.heifMetadataItems} are accepted.`);
+  if (metadata.length > LIMITS.heifMetadataItems)
+    throw new ContainerRefused(`The AVIF has ${metadata.length} metadata items; at most ${LIMITS.heifMetadataItems} are accepted.`);
   const ranges: { start: number; end: number; metadata: boolean }[] = [];
   for (const [id, list] of extents) {
     const isMetadata = metadata.some(([m]) => m === id);
@@ -164,7 +165,8 @@ export function stripHeif(input: Uint8Array, policy: StripPolicy, removed: Set<s
     const r = ranges[i]!;
     if (r.metadata) named += r.end - r.start;
     const next = ranges[i + 1];
-    if (next && next.start < r.end && (r.metadata || next.metadata)) throw new ContainerRefused("The AVIF names overlapping or repeated ranges for its metadata.");
+    if (next && next.start < r.end && (r.metadata || next.metadata))
+      throw new ContainerRefused("The AVIF names overlapping or repeated ranges for its metadata.");
   }
   if (named > input.length) throw new ContainerRefused("The AVIF's metadata items name more bytes than the file holds.");
   if (check) {
@@ -182,7 +184,7 @@ export function stripHeif(input: Uint8Array, policy: StripPolicy, removed: Set<s
     if (parts.some((p) => p.offset < 0)) throw new Error("a metadata item outside the file");
     const payload = concat(parts.map((p) => input.subarray(p.offset, p.offset + p.length)));
     const hit = parts.some((p) => holdsFinding(drop, p.offset, p.offset + p.length));
-    let replacement = new Uint8Array(payload.length);
+    const replacement = new Uint8Array(payload.length);
     if (item.type === "Exif" && !hit) {
       // a 4-byte offset to the TIFF header, then (usually "Exif\0\0" and) the TIFF structure
       const found = new Set<string>();

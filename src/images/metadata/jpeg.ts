@@ -25,7 +25,8 @@ export function stripJpeg(b: Uint8Array, policy: StripPolicy, removed: Set<strin
     if (marker === SOS) continue;
     const payload = b.subarray(start, end);
     let verdict = jpegSegment(marker, payload, policy);
-    if (verdict === "keep" && holdsFinding(drop, at, end) && ((marker >= 0xe0 && marker <= 0xef) || marker === 0xfe)) verdict = { bytes: null, removed: ["block with location"] };
+    if (verdict === "keep" && holdsFinding(drop, at, end) && ((marker >= 0xe0 && marker <= 0xef) || marker === 0xfe))
+      verdict = { bytes: null, removed: ["block with location"] };
     if (verdict === "keep") continue;
     flush(at);
     if (verdict.bytes && verdict.bytes.length + 2 <= 0xffff) {

@@ -8,7 +8,24 @@ import { ascii, checking, concat, type Drop, holdsFinding } from "./walk.ts";
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 /** Ancillary chunks that shape the picture (colour, transparency, animation): kept under both policies. */
-const PNG_PICTURE_CHUNKS = new Set(["iCCP", "sRGB", "gAMA", "cHRM", "cICP", "mDCv", "cLLi", "sBIT", "tRNS", "bKGD", "pHYs", "acTL", "fcTL", "fdAT", "hIST", "sPLT"]);
+const PNG_PICTURE_CHUNKS = new Set([
+  "iCCP",
+  "sRGB",
+  "gAMA",
+  "cHRM",
+  "cICP",
+  "mDCv",
+  "cLLi",
+  "sBIT",
+  "tRNS",
+  "bKGD",
+  "pHYs",
+  "acTL",
+  "fcTL",
+  "fdAT",
+  "hIST",
+  "sPLT",
+]);
 
 function pngChunk(type: string, data: Uint8Array): Uint8Array {
   const out = new Uint8Array(12 + data.length);

@@ -78,7 +78,9 @@ export function applyMetadataPolicy(bytes: Uint8Array, mimetype: string, policy:
       return strip(input, policy, removed, drop);
     } catch (e) {
       if (e instanceof MetadataRefused) throw e;
-      throw new LocationRefused(`The ${name} file could not be walked to remove its metadata (${(e as Error).message}): it is refused rather than stored with it.`);
+      throw new LocationRefused(
+        `The ${name} file could not be walked to remove its metadata (${(e as Error).message}): it is refused rather than stored with it.`,
+      );
     }
   };
   let out = run(bytes, noDrop());
@@ -94,7 +96,9 @@ export function applyMetadataPolicy(bytes: Uint8Array, mimetype: string, policy:
     }
     if (stuck.length > 0) {
       const what = [...new Set(stuck.map((f) => f.what))].join(", ");
-      throw new LocationRefused(`The ${name} file carries location metadata (${what}) that cannot be removed without re-encoding the picture: remove it before uploading.`);
+      throw new LocationRefused(
+        `The ${name} file carries location metadata (${what}) that cannot be removed without re-encoding the picture: remove it before uploading.`,
+      );
     }
   }
   if (removed.size === 0 || equalBytes(out, bytes)) return { bytes, changed: false, removed: [] };

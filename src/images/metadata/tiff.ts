@@ -37,7 +37,9 @@ interface Ifd {
 
 /** Where a TIFF header starts: "II*\0" or "MM\0*". */
 export const isTiffHeader = (b: Uint8Array, at: number) =>
-  at + 8 <= b.length && ((b[at] === 0x49 && b[at + 1] === 0x49 && b[at + 2] === 0x2a && b[at + 3] === 0) || (b[at] === 0x4d && b[at + 1] === 0x4d && b[at + 2] === 0 && b[at + 3] === 0x2a));
+  at + 8 <= b.length &&
+  ((b[at] === 0x49 && b[at + 1] === 0x49 && b[at + 2] === 0x2a && b[at + 3] === 0) ||
+    (b[at] === 0x4d && b[at + 1] === 0x4d && b[at + 2] === 0 && b[at + 3] === 0x2a));
 
 /** An EXIF block a reader cannot follow (no header, an IFD outside it): not hostile, but not cleanable either. */
 export class BrokenExif extends Error {}
@@ -130,7 +132,9 @@ export class Tiff {
     for (const e of ifd.entries) if (remove(e) && e.size > 4) this.zero(e.value, e.size);
     this.zero(ifd.at, 2 + ifd.entries.length * 12 + 4);
     this.setU16(ifd.at, keep.length);
-    kept.forEach((entry, i) => this.bytes.set(entry, ifd.at + 2 + i * 12));
+    kept.forEach((entry, i) => {
+      this.bytes.set(entry, ifd.at + 2 + i * 12);
+    });
     this.setU32(ifd.at + 2 + keep.length * 12, ifd.via === "chain" ? next : 0);
     return true;
   }

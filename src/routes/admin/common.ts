@@ -12,7 +12,6 @@ import type { AppEnv } from "../../http/types.ts";
 import { INT4_MAX, intField } from "../../http/validation.ts";
 import { servicesOf } from "../../services/index.ts";
 
-
 /**
  * Administration answers only to ADMIN_TOKEN; it is not subject to the site-wide API switch. Every change that
  * succeeds is written to the audit log (services/audit.ts): by ADMIN_TOKEN, or by the administrator whose admin page
@@ -34,7 +33,13 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   const changes = c.req.method !== "GET" && c.req.method !== "HEAD";
   const actor = changes ? (internalActor ?? { userId: null, label: TOKEN_ACTOR, ip: clientIp(c) }) : null;
   // the body was read whole by the /api middleware: a copy of it costs nothing more
-  const sent = changes && c.req.raw.body ? await c.req.raw.clone().json().catch(() => null) : null;
+  const sent =
+    changes && c.req.raw.body
+      ? await c.req.raw
+          .clone()
+          .json()
+          .catch(() => null)
+      : null;
   await next();
   if (!changes) return;
   // settings, users, groups, strategies and tokens decide authentication: this instance sees a change at once
@@ -52,9 +57,8 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** An administration operation: its tag, the admin-token security and the middleware that enforces it. */
-export const adminRoute = <P extends string, R extends Omit<RouteConfig, "path" | "tags" | "security" | "middleware"> & { path: P }>(
-  route: R,
-) => createRoute({ ...route, tags: ["Administration"], security: [{ adminToken: [] }], middleware: [requireAdmin] as const });
+export const adminRoute = <P extends string, R extends Omit<RouteConfig, "path" | "tags" | "security" | "middleware"> & { path: P }>(route: R) =>
+  createRoute({ ...route, tags: ["Administration"], security: [{ adminToken: [] }], middleware: [requireAdmin] as const });
 
 /** A record id: decimal digits naming a PostgreSQL `integer`; anything else (1e3, 0x10, 1.5, 99999999999) is a 422. */
 export const idParam = z.object({
@@ -108,15 +112,18 @@ export const metadataPolicy = z.enum(METADATA_POLICIES).openapi({
 
 /** The processing-on-upload fields, beside `metadata`. */
 const processing = {
-  convert_format: z.enum(CONVERT_FORMATS).nullable().openapi({
-    description:
-      "Processing on upload (off while this, `max_width`, `max_height` and `jpeg_max_quality` are all null): convert every upload in another format to " +
-      "this one at `convert_quality`. An animation (GIF or WebP of several frames) converts only to `webp` (animated); to `avif` or `jpeg` it keeps " +
-      "its own format, never only its first frame. An upload already in this format is not re-encoded for the conversion's sake. Refusals (format, " +
-      "size, pixels) are decided on the upload as sent, before any processing; the response (`mimetype`, `extension`, `name`, `pathname`, `url`, " +
-      "`size`, dimensions, hashes) describes the stored result, `origin_name` stays the uploaded name. null: no conversion.",
-    example: "webp",
-  }),
+  convert_format: z
+    .enum(CONVERT_FORMATS)
+    .nullable()
+    .openapi({
+      description:
+        "Processing on upload (off while this, `max_width`, `max_height` and `jpeg_max_quality` are all null): convert every upload in another format to " +
+        "this one at `convert_quality`. An animation (GIF or WebP of several frames) converts only to `webp` (animated); to `avif` or `jpeg` it keeps " +
+        "its own format, never only its first frame. An upload already in this format is not re-encoded for the conversion's sake. Refusals (format, " +
+        "size, pixels) are decided on the upload as sent, before any processing; the response (`mimetype`, `extension`, `name`, `pathname`, `url`, " +
+        "`size`, dimensions, hashes) describes the stored result, `origin_name` stays the uploaded name. null: no conversion.",
+      example: "webp",
+    }),
   convert_quality: z.number().int().min(1).max(100).openapi({
     description: "Quality (1-100) of a conversion, and of a WebP or AVIF re-encoded because it was downscaled. Default 80.",
     example: 80,
@@ -129,12 +136,18 @@ const processing = {
     description: "Downscale (never enlarge) an upload taller than this, keeping its aspect ratio. null: no bound.",
     example: 2560,
   }),
-  jpeg_max_quality: z.number().int().min(1).max(100).nullable().openapi({
-    description:
-      "Re-encode a JPEG whose quality, estimated from its quantization tables, is above this, at this quality; kept only when smaller than the " +
-      "JPEG as sent (unless it is also downscaled). With `convert_format: jpeg`, `convert_quality` caps it too. null: no quality cap.",
-    example: 85,
-  }),
+  jpeg_max_quality: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .nullable()
+    .openapi({
+      description:
+        "Re-encode a JPEG whose quality, estimated from its quantization tables, is above this, at this quality; kept only when smaller than the " +
+        "JPEG as sent (unless it is also downscaled). With `convert_format: jpeg`, `convert_quality` caps it too. null: no quality cap.",
+      example: 85,
+    }),
 };
 
 /** The group's webhook grant (services/webhooks.ts allowListFor; docs/decisions/webhook-owner-scope.md). */

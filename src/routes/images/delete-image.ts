@@ -18,7 +18,11 @@ export const deleteImageRoute = createRoute({
   middleware: [requireUser] as const,
   request: {
     params: z.object({
-      key: z.string().min(1).max(255).openapi({ param: { name: "key", in: "path", example: "Qm7cX2kP9aLr4TzB" }, example: "Qm7cX2kP9aLr4TzB" }),
+      key: z
+        .string()
+        .min(1)
+        .max(255)
+        .openapi({ param: { name: "key", in: "path", example: "Qm7cX2kP9aLr4TzB" }, example: "Qm7cX2kP9aLr4TzB" }),
     }),
   },
   responses: {

@@ -25,11 +25,19 @@ const DEFAULT_READ_TIMEOUT_SECONDS = 60;
 export const UploadRequest = z
   .object({
     file: z.string().openapi({ type: "string", format: "binary", description: "The image. Its extension, declared Content-Type and content must agree." }),
-    strategy_id: z.number().int().optional().openapi({ description: "One of GET /strategies; no fallback when it lacks quota. Also accepted in the query string." }),
+    strategy_id: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "One of GET /strategies; no fallback when it lacks quota. Also accepted in the query string." }),
     album_id: z.number().int().optional().openapi({ description: "An album of the account; not for guests" }),
-    permission: z.number().int().min(0).max(1).optional().openapi({ description: "1 = public (default), 0 = private; guests cannot upload private images. Private images are kept out of public listings; their unguessable address still serves them, so embeds keep working." }),
+    permission: z.number().int().min(0).max(1).optional().openapi({
+      description:
+        "1 = public (default), 0 = private; guests cannot upload private images. Private images are kept out of public listings; their unguessable address still serves them, so embeds keep working.",
+    }),
     expired_at: z.string().optional().openapi({
-      description: "When the image is removed: ISO 8601 with an offset (2026-12-01T08:00:00+08:00) or `YYYY-MM-DD HH:MM:SS` in the server's time zone. Must be in the future (else 422) and within the group's retention ceiling (else 400).",
+      description:
+        "When the image is removed: ISO 8601 with an offset (2026-12-01T08:00:00+08:00) or `YYYY-MM-DD HH:MM:SS` in the server's time zone. Must be in the future (else 422) and within the group's retention ceiling (else 400).",
       example: "2026-12-31T23:59:59Z",
     }),
     token: z.string().optional().openapi({

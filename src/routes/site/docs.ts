@@ -44,10 +44,12 @@ const reference = Scalar<AppEnv>({
 });
 
 export function register(app: OpenAPIHono<AppEnv>) {
-  app.get("/docs/scalar.js", () =>
-    new Response(scalarBundle, {
-      headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" },
-    }),
+  app.get(
+    "/docs/scalar.js",
+    () =>
+      new Response(scalarBundle, {
+        headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=3600" },
+      }),
   );
   app.get(
     "/docs",
@@ -59,8 +61,6 @@ export function register(app: OpenAPIHono<AppEnv>) {
     reference,
   );
   for (const path of ["/favicon.svg", "/favicon.ico"]) {
-    app.get(path, () =>
-      new Response(favicon, { headers: { "content-type": "image/svg+xml", "cache-control": "public, max-age=86400" } }),
-    );
+    app.get(path, () => new Response(favicon, { headers: { "content-type": "image/svg+xml", "cache-control": "public, max-age=86400" } }));
   }
 }

@@ -11,7 +11,7 @@ import type { AppEnv } from "../../http/types.ts";
 import type { ObjectServer } from "../../services/serving/object-server.ts";
 import { parseVariantQuery, type VariantQuery } from "../../services/variants/query.ts";
 
-const storedPathShape = /^[A-Za-z0-9_.\/-]{1,300}$/;
+const storedPathShape = /^[A-Za-z0-9_./-]{1,300}$/;
 
 /** What the handler reads of Bun's server (passed to a route handler as its second argument): the socket's address. */
 interface SocketInfo {

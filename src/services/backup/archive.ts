@@ -112,12 +112,7 @@ function addBuffer(pack: tar.Pack, header: TarHeader, bytes: Buffer): Promise<st
 }
 
 /** Streams `source` into a new entry of `header.size` bytes; resolves with its sha256. */
-async function addStream(
-  pack: tar.Pack,
-  header: TarHeader,
-  source: AsyncIterable<unknown>,
-  guard: <T>(p: Promise<T>) => Promise<T>,
-): Promise<string> {
+async function addStream(pack: tar.Pack, header: TarHeader, source: AsyncIterable<unknown>, guard: <T>(p: Promise<T>) => Promise<T>): Promise<string> {
   const hash = createHash("sha256");
   const { promise: finished, resolve: done, reject: fail } = Promise.withResolvers<void>();
   finished.catch(() => {});

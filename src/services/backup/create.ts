@@ -118,7 +118,10 @@ export function fingerprint(text: string, where: string): string | null {
  * else with DATA_DIR/webhook-secret-key (archived). An environment secret is never written into the archive: it
  * stays where the operator keeps it, and the summary says a restore needs it.
  */
-function webhookKeyReport(manifest: Manifest, environmentKey: string | undefined): { state: "archived" | "environment" | "missing" | "none"; warnings: string[] } {
+function webhookKeyReport(
+  manifest: Manifest,
+  environmentKey: string | undefined,
+): { state: "archived" | "environment" | "missing" | "none"; warnings: string[] } {
   const sealed = manifest.webhooks?.sealed_with ?? [];
   if (sealed.length === 0) return { state: "none", warnings: [] };
   const environment = environmentKey ? fingerprint(environmentKey, "WEBHOOK_SECRET_KEY") : null;

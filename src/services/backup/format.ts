@@ -151,4 +151,3 @@ export async function fsyncDirectory(path: string) {
     await syncPath(path);
   } catch {} // some filesystems refuse to sync a directory; the rename is then as durable as they make it
 }
-

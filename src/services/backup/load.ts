@@ -67,7 +67,9 @@ export async function loadDatabase(
   const sql = typeof connection === "string" ? postgres(connection, { max: 1, onnotice: () => {} }) : postgres({ ...connection, max: 1, onnotice: () => {} });
   try {
     await migrate(drizzle(sql, { schema }), { migrationsFolder: partial });
-    const applied = await sql<{ hash: string; created_at: string }[]>`select hash, created_at::text as created_at from drizzle.__drizzle_migrations order by created_at, id`;
+    const applied = await sql<
+      { hash: string; created_at: string }[]
+    >`select hash, created_at::text as created_at from drizzle.__drizzle_migrations order by created_at, id`;
     if (applied.length !== level || applied.some((a, i) => a.hash !== manifest.database.migrations[i]!.hash)) {
       throw new BackupError("the migrations applied to the new database differ from the archive's");
     }
@@ -97,9 +99,7 @@ export async function loadDatabase(
       }
       for (const s of manifest.database.sequences) {
         if (!manifest.database.tables.some((t) => t.name === s.table)) continue;
-        const [{ max }] = await tx.unsafe<{ max: string | null }[]>(
-          `select max(${quoteIdent(s.column)})::text as max from public.${quoteIdent(s.table)}`,
-        );
+        const [{ max }] = await tx.unsafe<{ max: string | null }[]>(`select max(${quoteIdent(s.column)})::text as max from public.${quoteIdent(s.table)}`);
         const value = Math.max(s.last_value ?? 0, Number(max ?? 0));
         if (value > 0) await tx`select setval(pg_get_serial_sequence(${`public.${quoteIdent(s.table)}`}, ${s.column}), ${value}::bigint, true)`;
       }

@@ -18,7 +18,11 @@ const count = z.number().int().min(0);
 const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 const identifier = z.string().regex(/^[a-z_][a-z0-9_]*$/);
 /** A path as an operator may have configured it: text without NUL or other control characters. */
-const configuredPath = z.string().min(1).max(4096).regex(/^[^\u0000-\u001f]+$/);
+const configuredPath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .regex(/^[^\u0000-\u001f]+$/);
 
 /** The manifest's shape: every field the restore reads, typed and bounded (a crafted manifest is refused whole). */
 const ManifestShape = z.object({
@@ -29,10 +33,25 @@ const ManifestShape = z.object({
     migrations: z.array(z.object({ tag: z.string().max(200).nullable(), hash: z.string().max(200), created_at: z.number() })).min(1),
     tables: z.array(z.object({ name: identifier, file: z.string(), columns: z.array(identifier).min(1), rows: count, bytes: count, sha256 })),
     sequences: z.array(z.object({ table: identifier, column: identifier, sequence: z.string().max(300), last_value: z.number().int().nullable() })),
-    standalone_sequences: z.array(z.object({ sequence: identifier, last_value: z.number().int().nullable() })).max(100).optional(),
-    database_id: z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/).nullable().optional(),
+    standalone_sequences: z
+      .array(z.object({ sequence: identifier, last_value: z.number().int().nullable() }))
+      .max(100)
+      .optional(),
+    database_id: z
+      .string()
+      .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+      .nullable()
+      .optional(),
   }),
-  webhooks: z.object({ sealed_with: z.array(z.string().regex(/^[0-9a-f]{8}$/)).max(100), key_file: z.string().regex(/^[0-9a-f]{8}$/).nullable() }).optional(),
+  webhooks: z
+    .object({
+      sealed_with: z.array(z.string().regex(/^[0-9a-f]{8}$/)).max(100),
+      key_file: z
+        .string()
+        .regex(/^[0-9a-f]{8}$/)
+        .nullable(),
+    })
+    .optional(),
   storage: z.object({
     roots: z.array(z.object({ prefix: z.string(), config_root: configuredPath.nullable(), strategy_ids: z.array(count) })),
     s3_strategy_ids: z.array(count),
@@ -103,13 +122,17 @@ export function verify(manifest: Manifest, objects: ObjectList, entries: Map<str
   for (const [name, want] of expected) {
     const got = entries.get(name);
     if (!got) problems.push(`${name}: missing`);
-    else if (got.bytes !== want.bytes || got.sha256 !== want.sha256) problems.push(`${name}: content differs from the manifest (sha256 ${got.sha256}, expected ${want.sha256})`);
+    else if (got.bytes !== want.bytes || got.sha256 !== want.sha256)
+      problems.push(`${name}: content differs from the manifest (sha256 ${got.sha256}, expected ${want.sha256})`);
   }
   for (const name of entries.keys()) if (!expected.has(name)) problems.push(`${name}: not in the manifest`);
   if (objects.count !== objects.objects.length || objects.bytes !== objects.objects.reduce((n, o) => n + o.bytes, 0)) {
     problems.push(`${OBJECT_LIST}: its totals disagree with its list`);
   }
   if (problems.length > 0) {
-    throw new BackupError(`the archive is damaged: ${problems.length} ${problems.length === 1 ? "entry fails" : "entries fail"} verification; nothing was restored`, problems.slice(0, 20));
+    throw new BackupError(
+      `the archive is damaged: ${problems.length} ${problems.length === 1 ? "entry fails" : "entries fail"} verification; nothing was restored`,
+      problems.slice(0, 20),
+    );
   }
 }

@@ -66,9 +66,10 @@ export async function moveDatabase(options: MoveOptions): Promise<MoveSummary> {
       select (select count(*)::int from pg_tables where schemaname = 'public') as tables,
              to_regnamespace('drizzle') is not null as drizzle, to_regnamespace('graphile_worker') is not null as queue`;
     if (found!.tables > 0 || found!.drizzle || found!.queue) {
-      throw new BackupError(`the database at ${shown} is not empty (${found!.tables} tables in public${found!.drizzle ? ", migrations applied" : ""}): move into an empty database`, [
-        "Create one for the image host (createdb -O imghost imghost) and set DATABASE_URL to it.",
-      ]);
+      throw new BackupError(
+        `the database at ${shown} is not empty (${found!.tables} tables in public${found!.drizzle ? ", migrations applied" : ""}): move into an empty database`,
+        ["Create one for the image host (createdb -O imghost imghost) and set DATABASE_URL to it."],
+      );
     }
   } catch (e) {
     if (e instanceof BackupError) throw e;
@@ -106,7 +107,9 @@ export async function moveDatabase(options: MoveOptions): Promise<MoveSummary> {
           marked++;
         }
       } catch (e) {
-        warnings.push(`strategy #${strategy.id} ${strategy.name}: its storage could not be marked (${(e as Error).message}); the reconciler judges it by its objects`);
+        warnings.push(
+          `strategy #${strategy.id} ${strategy.name}: its storage could not be marked (${(e as Error).message}); the reconciler judges it by its objects`,
+        );
       }
     }
 

@@ -65,7 +65,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreSum
   try {
     for (const dir of plan.outside) others.set(dir, await stageDirectory(dir, { inside: true }));
     await mkdir(work, { recursive: true, mode: 0o700 });
-    const { manifest, objects, entries, directories } = await extractArchive(file, inspected, (name, entry) => {
+    const { manifest, objects, entries, directories } = await extractArchive(file, inspected, (_name, entry) => {
       if (entry.kind === "table") return { target: join(work, `${entry.table}.copy`), mode: 0o600 };
       if (entry.kind === "file") return { target: join(main.path, entry.name), mode: 0o600 };
       const root = plan.roots.get(entry.prefix)!;

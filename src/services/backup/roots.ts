@@ -49,7 +49,8 @@ export async function planRoots(manifest: Manifest, dataDir: string, allowRoots:
     try {
       const { missing, real: at } = await realLocation(dir);
       if (missing.length > 1) refusals.push(`--allow-root ${dir}: neither it nor its parent exists (a restore creates nothing above a confirmed directory)`);
-      else if (isWithin(database, at) || isWithin(at, database)) refusals.push(`--allow-root ${dir} (${at}): holds or is inside the database directory ${database}`);
+      else if (isWithin(database, at) || isWithin(at, database))
+        refusals.push(`--allow-root ${dir} (${at}): holds or is inside the database directory ${database}`);
       else confirmed.push(at);
     } catch (e) {
       refusals.push(`--allow-root ${dir}: ${(e as Error).message}`);
@@ -77,7 +78,8 @@ export async function planRoots(manifest: Manifest, dataDir: string, allowRoots:
       refusals.push(`${shown}: it is DATA_DIR itself; restore its objects by hand`);
     } else if (isWithin(at, dataDir)) {
       const first = relative(dataDir, at).split(sep)[0]!;
-      if (RESERVED.includes(first) || first.startsWith(".restor")) refusals.push(`${shown}: it is DATA_DIR's own ${first}; a restore never writes objects there`);
+      if (RESERVED.includes(first) || first.startsWith(".restor"))
+        refusals.push(`${shown}: it is DATA_DIR's own ${first}; a restore never writes objects there`);
       else placed.push({ prefix: root.prefix, at, label });
     } else if (confirmed.some((c) => isWithin(at, c))) {
       placed.push({ prefix: root.prefix, at, label });

@@ -4,11 +4,24 @@ import { createWriteStream, existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import postgres from "postgres";
+import type postgres from "postgres";
 import packageJson from "../../../package.json" with { type: "json" };
 import { parseDatabaseId, READ_COMMENT } from "../../db/repositories/database-identity.ts";
-import * as schema from "../../db/schema.ts";
-import { BACKUP_FORMAT, DATA_DIR_FILES, DERIVED_TABLES, BACKUP_FORMAT_VERSION, BackupError, DEFAULT_ROOT_PREFIX, journalEntries, type Manifest, quoteIdent, S3_NOTE, sha256Hex, type TableEntry, WEBHOOK_KEY } from "./format.ts";
+import {
+  BACKUP_FORMAT,
+  DATA_DIR_FILES,
+  DERIVED_TABLES,
+  BACKUP_FORMAT_VERSION,
+  BackupError,
+  DEFAULT_ROOT_PREFIX,
+  journalEntries,
+  type Manifest,
+  quoteIdent,
+  S3_NOTE,
+  sha256Hex,
+  type TableEntry,
+  WEBHOOK_KEY,
+} from "./format.ts";
 import { fingerprint } from "./create.ts";
 
 export type Tx = postgres.TransactionSql;
@@ -93,7 +106,9 @@ export async function readSnapshot(tx: Tx, dataDir: string, spool: string, start
   const [{ comment }] = await tx.unsafe<{ comment: string | null }[]>(READ_COMMENT);
   const [{ endpoints }] = await tx<{ endpoints: boolean }[]>`select to_regclass('public.webhook_endpoints') is not null as endpoints`;
   const sealedWith = endpoints
-    ? (await tx<{ id: string }[]>`select distinct split_part(secret_sealed, ':', 2) as id from webhook_endpoints where secret_sealed like 'v1:%' order by 1`).map((r) => r.id)
+    ? (
+        await tx<{ id: string }[]>`select distinct split_part(secret_sealed, ':', 2) as id from webhook_endpoints where secret_sealed like 'v1:%' order by 1`
+      ).map((r) => r.id)
     : [];
 
   const strategies = await tx<{ id: number; driver: string; config: Record<string, unknown> }[]>`

@@ -18,9 +18,10 @@ export async function assertEmpty(dir: string, label: string) {
   }
   const found = entries.filter((n) => n !== "lost+found");
   if (found.length > 0) {
-    throw new BackupError(`${label} ${dir} is not empty (${found.slice(0, 5).join(", ")}${found.length > 5 ? ", …" : ""}): restore only into an empty or new directory`, [
-      "Stop the server, move the directory aside (keep it until the restored one works), then restore.",
-    ]);
+    throw new BackupError(
+      `${label} ${dir} is not empty (${found.slice(0, 5).join(", ")}${found.length > 5 ? ", …" : ""}): restore only into an empty or new directory`,
+      ["Stop the server, move the directory aside (keep it until the restored one works), then restore."],
+    );
   }
 }
 

@@ -15,7 +15,17 @@ import { describeIdentity, relate } from "../../storage/location.ts";
 import { MARKER, writeMarker, writeUnknownMarker } from "../../storage/marker.ts";
 import { servicesOf } from "../index.ts";
 import { RECONCILE_GRACE_SECONDS, RECONCILE_LOCK } from "./names.ts";
-import { emptyReport, type Location, type LocationReport, logReport, type Overlap, type ReconcileOptions, type ReconcileReport, type Run, summarise } from "./report.ts";
+import {
+  emptyReport,
+  type Location,
+  type LocationReport,
+  logReport,
+  type Overlap,
+  type ReconcileOptions,
+  type ReconcileReport,
+  type Run,
+  summarise,
+} from "./report.ts";
 import { type Ownership, ownership } from "./ownership.ts";
 import { reconcileLocation } from "./location.ts";
 
@@ -101,7 +111,11 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
         try {
           await writeMarker(location.storage, databaseId!);
         } catch (e) {
-          report.locations.push({ ...emptyReport(location.strategies), where: describeIdentity(location.identity), errors: [`cannot write ${MARKER}: ${(e as Error).message}`] });
+          report.locations.push({
+            ...emptyReport(location.strategies),
+            where: describeIdentity(location.identity),
+            errors: [`cannot write ${MARKER}: ${(e as Error).message}`],
+          });
           continue;
         }
       }
@@ -113,10 +127,14 @@ export async function reconcileStorage(deps: Deps, options: ReconcileOptions = {
   report.skipped = !ran;
   report.durationMs = deps.clock().getTime() - startedAt.getTime();
   servicesOf(deps).metrics.reconcilerOrphans.inc(report.locations.reduce((n, l) => n + l.orphansFound, 0));
-  recordRun(deps, "reconciler", { at: startedAt, durationMs: report.durationMs, ok: report.locations.every((l) => l.errors.length === 0), summary: summarise(report) });
+  recordRun(deps, "reconciler", {
+    at: startedAt,
+    durationMs: report.durationMs,
+    ok: report.locations.every((l) => l.errors.length === 0),
+    summary: summarise(report),
+  });
   return report;
 }
-
 
 /**
  * The strategies grouped by what their location is (not how it is written); a strategy whose configuration builds
@@ -148,7 +166,6 @@ async function locate(deps: Deps, strategies: Strategy[]) {
   }
   return { locations, broken };
 }
-
 
 const running = new WeakSet<Db>();
 const isPostgresJs = (client: unknown): client is Sql => typeof client === "function" && "reserve" in client;

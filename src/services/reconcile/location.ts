@@ -96,7 +96,6 @@ export async function reconcileLocation(deps: Deps, location: Location, overlapp
   return report;
 }
 
-
 /**
  * Records of the location's strategies whose object or thumbnail the listing did not show. Each is confirmed
  * before it is reported: the object may have been stored after the listing passed its name, or the record
@@ -120,7 +119,10 @@ export async function findMissingObjects(deps: Deps, location: Location, listed:
         note(report.errors, `check ${suspect.path}: ${(e as Error).message}`);
       }
     }
-    const stillRecorded = await existingRecordIds(deps.db, missing.map((m) => m.id));
+    const stillRecorded = await existingRecordIds(
+      deps.db,
+      missing.map((m) => m.id),
+    );
     for (const m of missing.filter((m) => stillRecorded.has(m.id))) {
       if (await restoreFromQuarantine(location.storage, m.path, quarantineDays, report, run)) continue;
       report.recordsMissingObject++;
@@ -180,4 +182,3 @@ export class PathSet {
     return false;
   }
 }
-

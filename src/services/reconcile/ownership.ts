@@ -36,7 +36,13 @@ export type Ownership =
  *  - its marker says `unknown` (such a refusal): no, until an operator names the database.
  * A storage that cannot be read is an error of its location alone, as a failed listing always was.
  */
-export async function ownership(deps: Deps, location: Location, overlapping: Overlap[], databaseId: string, run: Run): Promise<Ownership | { kind: "error"; error: string }> {
+export async function ownership(
+  deps: Deps,
+  location: Location,
+  overlapping: Overlap[],
+  databaseId: string,
+  run: Run,
+): Promise<Ownership | { kind: "error"; error: string }> {
   const where = describeIdentity(location.identity);
   const claim = `write the line "image-host-database: ${databaseId}" into ${MARKER} at the root of ${where}`;
   let marker;
@@ -108,7 +114,11 @@ export async function ownership(deps: Deps, location: Location, overlapping: Ove
     "To serve them from a new database, copy the records they belong to into it (bun run cli database move; see docs/backups.md); " +
     `if they really are this database's own leftovers, ${claim}.`;
   if (named === 0) {
-    return { kind: "refused", remember: true, error: `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, and none that one does: ${tail}` };
+    return {
+      kind: "refused",
+      remember: true,
+      error: `this storage has no ${MARKER} and holds ${unnamedOld} objects that no record of this database names, and none that one does: ${tail}`,
+    };
   }
   if (oldestUnnamed < oldestNamed && unnamedOld > named) {
     return {
@@ -168,4 +178,3 @@ export async function ownedPaths(deps: Deps, batch: StoredObject[], overlapping:
   }
   return owned;
 }
-

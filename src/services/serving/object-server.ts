@@ -112,7 +112,12 @@ export class ObjectServer {
         known.delete(path);
         return MISSING;
       }
-      return { kind: "file", blob, facts, own: { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString(), ...vary } };
+      return {
+        kind: "file",
+        blob,
+        facts,
+        own: { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString(), ...vary },
+      };
     }
     const key = variantKey(source.image.id, resolved.width, resolved.format);
     for (let attempt = 0; ; attempt++) {
@@ -141,7 +146,12 @@ export class ObjectServer {
       }
       this.remember(key, row);
       const etag = `"v-${source.sha1}-${resolved.width}-${resolved.format}"`;
-      return { kind: "file", blob, facts, own: { "content-type": variantMime(resolved.format), etag, "last-modified": secondOf(row.createdAt).toUTCString(), ...vary } };
+      return {
+        kind: "file",
+        blob,
+        facts,
+        own: { "content-type": variantMime(resolved.format), etag, "last-modified": secondOf(row.createdAt).toUTCString(), ...vary },
+      };
     }
   }
 

@@ -26,7 +26,7 @@ export function checkFormat(group: Group, file: UploadInput["file"]): Upload {
 }
 
 /** MIME check: the declared type and the sniffed content agree with the extension. */
-export async function checkMime(group: Group, upload: Upload): Promise<Inspection> {
+export async function checkMime(upload: Upload): Promise<Inspection> {
   const declared = mimeAliases[upload.declaredType] ?? upload.declaredType;
   if (declared && declared !== "application/octet-stream" && declared !== upload.mimetype) {
     throw badRequest(`The declared type ${upload.declaredType} does not match the .${upload.extension} extension.`);

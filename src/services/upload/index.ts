@@ -12,7 +12,17 @@ import { logFor } from "../../observability/log.ts";
 import { type RefusalReason, tagRefusal } from "../../observability/metrics.ts";
 import { servicesOf } from "../index.ts";
 import { type UploadInput, type StoredImage, RecordRefusal, QuotaExhausted } from "./input.ts";
-import { checkFormat, checkMime, checkPixels, checkDecodeCost, checkSize, checkCapacity, checkStoragePermission, checkPlacement, checkRetention } from "./checks.ts";
+import {
+  checkFormat,
+  checkMime,
+  checkPixels,
+  checkDecodeCost,
+  checkSize,
+  checkCapacity,
+  checkStoragePermission,
+  checkPlacement,
+  checkRetention,
+} from "./checks.ts";
 import { prepareObjects, storeWithFallback } from "./store.ts";
 
 /** Who the frequency and concurrency limits count against: the account, or the guest's address. */
@@ -45,7 +55,7 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
   let step: RefusalReason = "format";
   try {
     const upload = checkFormat(group, input.file);
-    const inspection = await metrics.timeDecode("inspect", () => checkMime(group, upload));
+    const inspection = await metrics.timeDecode("inspect", () => checkMime(upload));
     step = "dimensions";
     checkPixels(group, inspection);
     checkDecodeCost(inspection);
@@ -77,7 +87,8 @@ export async function uploadImage(deps: Deps, input: UploadInput): Promise<Store
     return stored;
   } catch (e) {
     const failed = !(e instanceof AppError) || e.status >= 500;
-    const reason = e instanceof RecordRefusal ? e.reason : e instanceof QuotaExhausted ? "storage_permission" : failed && step !== "storage_failure" ? "other" : step;
+    const reason =
+      e instanceof RecordRefusal ? e.reason : e instanceof QuotaExhausted ? "storage_permission" : failed && step !== "storage_failure" ? "other" : step;
     throw tagRefusal(e, reason);
   }
 }

@@ -56,7 +56,10 @@ const MAX_NAME = 255;
 
 /** The name shown as `origin_name` and in snippets: the last path segment, without invisible characters, at most 255 characters with its extension kept. */
 export function cleanFileName(filename: string): string {
-  const name = (filename.split(/[\\/]/).pop() ?? "").replace(/[\t\r\n]/g, " ").replace(invisible, "").trim();
+  const name = (filename.split(/[\\/]/).pop() ?? "")
+    .replace(/[\t\r\n]/g, " ")
+    .replace(invisible, "")
+    .trim();
   const chars = [...name];
   if (chars.length <= MAX_NAME) return name || "image";
   const extension = extensionOf(name);

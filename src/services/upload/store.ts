@@ -77,7 +77,13 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
       });
     if (processed?.metadata) withStripped(processed.metadata.bytes);
     if (processed && !(plan.onlyIfSmaller && processed.bytes.byteLength >= upload.size)) {
-      upload = { ...upload, bytes: processed.bytes, size: processed.bytes.byteLength, mimetype: processed.mimetype, extension: processed.extension as Extension };
+      upload = {
+        ...upload,
+        bytes: processed.bytes,
+        size: processed.bytes.byteLength,
+        mimetype: processed.mimetype,
+        extension: processed.extension as Extension,
+      };
       size = { width: processed.width, height: processed.height };
       thumbnail = processed.thumbnail;
     }
@@ -115,14 +121,7 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
  * A concurrent upload may take the quota the selection saw. With strategy_id that is a refusal (rule 3);
  * without it, the next strategy in group order is tried, as rule 1 says.
  */
-export async function storeWithFallback(
-  deps: Deps,
-  input: UploadInput,
-  subject: string,
-  now: Date,
-  objects: Objects,
-  first: Strategy,
-): Promise<StoredImage> {
+export async function storeWithFallback(deps: Deps, input: UploadInput, subject: string, now: Date, objects: Objects, first: Strategy): Promise<StoredImage> {
   const tried: number[] = [];
   for (let strategy = first; ; ) {
     try {
@@ -148,14 +147,7 @@ export async function storeWithFallback(
  * - the process dies anywhere: the rows lapse within LEASE_SECONDS and any instance's worker removes the objects
  *   and the write's temporary file; the reconciler's hour is no longer what bounds them.
  */
-async function storeAndRecord(
-  deps: Deps,
-  input: UploadInput,
-  subject: string,
-  now: Date,
-  objects: Objects,
-  strategy: Strategy,
-): Promise<ImageRow> {
+async function storeAndRecord(deps: Deps, input: UploadInput, subject: string, now: Date, objects: Objects, strategy: Strategy): Promise<ImageRow> {
   const { caller } = input;
   const { upload, thumbnail } = objects;
   const storage = deps.storage.for(strategy);

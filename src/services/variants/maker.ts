@@ -117,7 +117,13 @@ export class Variants {
   }
 
   /** Generates once per key (joined by concurrent askers); a failure the next ask would meet again is remembered. */
-  private start(source: VariantSource, width: number, format: VariantFormat, subject: string, onFailure?: (e: VariantUnavailable) => void): Promise<VariantRow> {
+  private start(
+    source: VariantSource,
+    width: number,
+    format: VariantFormat,
+    subject: string,
+    onFailure?: (e: VariantUnavailable) => void,
+  ): Promise<VariantRow> {
     const key = variantKey(source.image.id, width, format);
     const made = this.generate(source, width, format, subject)
       .then((row) => {
@@ -130,7 +136,10 @@ export class Variants {
         if (cause.kind === "over_budget") this.remember(key, cause, OVERRUN_MS);
         else if (cause.kind === "undecodable" || cause.kind === "too_large") this.remember(key, cause, FAILURE_MS);
         if (cause.kind !== "busy") {
-          logFor(this.deps).warn({ image_id: source.image.id, width, format, cause: cause.kind, reason: cause.message }, "variant: not made now; a fallback is served");
+          logFor(this.deps).warn(
+            { image_id: source.image.id, width, format, cause: cause.kind, reason: cause.message },
+            "variant: not made now; a fallback is served",
+          );
         }
         onFailure?.(cause);
         throw cause;
@@ -149,7 +158,8 @@ export class Variants {
    */
   private later(source: VariantSource, width: number, format: VariantFormat, failure: VariantUnavailable, bucket: string) {
     const key = variantKey(source.image.id, width, format);
-    const chain = failure.kind === "over_budget" ? [format, ...fallbackFormats(source, format)] : failure.kind === "too_large" ? fallbackFormats(source, format) : [];
+    const chain =
+      failure.kind === "over_budget" ? [format, ...fallbackFormats(source, format)] : failure.kind === "too_large" ? fallbackFormats(source, format) : [];
     const own = ORIGINAL_FORMAT[source.image.mimetype];
     const formats = chain.filter((f) => !(f === own && width === source.image.width)); // that one is the original itself
     if (formats.length === 0 || this.background.has(key) || this.background.size >= BACKGROUND_MAX) return;
@@ -192,7 +202,10 @@ export class Variants {
     const bounds = await boundsForImage(deps.db, image.userId);
     if (!bounds) throw new AppError("internal", "The image's group is missing.");
     if (image.width * image.height > bounds.maxPixels) {
-      throw new VariantUnavailable("undecodable", `The image has ${image.width}×${image.height} pixels; variants are made of images of at most ${bounds.maxPixels} pixels.`);
+      throw new VariantUnavailable(
+        "undecodable",
+        `The image has ${image.width}×${image.height} pixels; variants are made of images of at most ${bounds.maxPixels} pixels.`,
+      );
     }
     const storage = deps.storage.for(source.strategy);
     const file = storage.readableFile(image.path);
@@ -213,7 +226,10 @@ export class Variants {
         throw e;
       });
     if (bytes.byteLength > bounds.maxFileSizeKb * 1024) {
-      throw new VariantUnavailable("too_large", `The variant would be ${Math.ceil(bytes.byteLength / 1024)} KB, more than the ${bounds.maxFileSizeKb} KB an upload may be.`);
+      throw new VariantUnavailable(
+        "too_large",
+        `The variant would be ${Math.ceil(bytes.byteLength / 1024)} KB, more than the ${bounds.maxFileSizeKb} KB an upload may be.`,
+      );
     }
     const path = variantPath(image.path, width, format);
     // as an upload's objects: queued as pending removals before the write, taken back by the record step

@@ -52,7 +52,8 @@ export const ORIGINAL_FORMAT: Record<string, VariantFormat> = {
  */
 export function parseVariantQuery(search: string): VariantQuery | null {
   if (search === "" || search === "?") return null;
-  if (search.length > MAX_QUERY) throw badRequest(`The query is too long: a variant is asked for with ?w=<width>&format=<format> (at most ${MAX_QUERY} characters).`);
+  if (search.length > MAX_QUERY)
+    throw badRequest(`The query is too long: a variant is asked for with ?w=<width>&format=<format> (at most ${MAX_QUERY} characters).`);
   const query: VariantQuery = { width: null, format: null };
   const seen = new Set<string>();
   for (const part of search.slice(1).split("&")) {

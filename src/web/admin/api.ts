@@ -9,6 +9,7 @@ import { clientIp } from "../../http/auth.ts";
 import { internalCall } from "../../http/internal-call.ts";
 import type { SignedInEnv } from "../session.ts";
 
+// biome-ignore lint/suspicious/noExplicitAny: the admin pages read the answer's data as the API documents it, unchecked
 export interface ApiAnswer<T = any> {
   status: number;
   ok: boolean;
@@ -18,6 +19,7 @@ export interface ApiAnswer<T = any> {
   errors: Record<string, string[]>;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: as ApiAnswer
 export async function adminApi<T = any>(c: Context<SignedInEnv>, method: string, path: string, body?: unknown): Promise<ApiAnswer<T>> {
   const { user } = c.get("signedIn");
   const headers: Record<string, string> = { accept: "application/json" };
@@ -25,7 +27,13 @@ export async function adminApi<T = any>(c: Context<SignedInEnv>, method: string,
   const actor = internalCall({ userId: user.id, label: `${user.username} (user ${user.id})`, ip: clientIp(c) });
   const res = await c.get("callApp")(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, actor);
   const json = (await res.json().catch(() => null)) as { status?: boolean; message?: string; data?: T; errors?: Record<string, string[]> } | null;
-  return { status: res.status, ok: res.ok && json?.status === true, message: json?.message ?? res.statusText, data: json?.data as T, errors: json?.errors ?? {} };
+  return {
+    status: res.status,
+    ok: res.ok && json?.status === true,
+    message: json?.message ?? res.statusText,
+    data: json?.data as T,
+    errors: json?.errors ?? {},
+  };
 }
 
 /** The first error of each field of a 422, or the message for the whole form. */

@@ -35,8 +35,8 @@ export function register(web: Hono<WebEnv>) {
     return c.html(
       <AdminLayout title="Audit log" signedIn={c.get("signedIn")} section="audit">
         <p class="muted" data-testid="total">
-          {total === 1 ? "1 entry" : `${total} entries`} in all, newest first{before !== undefined ? `; entries older than #${before}` : ""}. Every change made through the
-          admin API is here: by <code>ADMIN_TOKEN</code> (automation, the command line) or by an administrator on these pages.
+          {total === 1 ? "1 entry" : `${total} entries`} in all, newest first{before !== undefined ? `; entries older than #${before}` : ""}. Every change made
+          through the admin API is here: by <code>ADMIN_TOKEN</code> (automation, the command line) or by an administrator on these pages.
         </p>
         {rows.length === 0 ? (
           <p class="card">{before === undefined ? "Nothing has been changed through the admin API yet." : "No older entries."}</p>
@@ -69,11 +69,7 @@ export function register(web: Hono<WebEnv>) {
                       <td data-label="Target">{target(r.targetType, r.targetId)}</td>
                       <td data-label="Address">{r.ip || "—"}</td>
                       <td data-label="Detail" class="detail">
-                        {detail === "{}" ? (
-                          <span class="muted">—</span>
-                        ) : (
-                          <code>{detail}</code>
-                        )}
+                        {detail === "{}" ? <span class="muted">—</span> : <code>{detail}</code>}
                       </td>
                     </tr>
                   );

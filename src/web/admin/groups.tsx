@@ -255,7 +255,9 @@ function valuesOf(g: GroupWithStrategies): Record<string, string> {
     review_webhook_url: g.reviewWebhookUrl ?? "",
   };
   for (const e of g.allowedExtensions) values[`${EXT}${e}`] = "1";
-  g.strategyIds.forEach((id, i) => (values[`${POSITION}${id}`] = String(i + 1)));
+  g.strategyIds.forEach((id, i) => {
+    values[`${POSITION}${id}`] = String(i + 1);
+  });
   return values;
 }
 

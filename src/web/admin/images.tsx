@@ -119,7 +119,11 @@ async function resolveUser(c: Context<SignedInEnv>, value: string): Promise<{ id
   if (found) return found;
   const digits = /^#?(\d{1,10})$/.exec(value);
   if (digits && Number(digits[1]) >= 1 && Number(digits[1]) <= 2_147_483_647) {
-    const [row] = await db.select({ id: users.id }).from(users).where(eq(users.id, Number(digits[1]))).limit(1);
+    const [row] = await db
+      .select({ id: users.id })
+      .from(users)
+      .where(eq(users.id, Number(digits[1])))
+      .limit(1);
     if (row) return row;
   }
   return { error: `No user is named “${value}”${digits ? " or has that id" : ""}.` };
@@ -182,7 +186,7 @@ const ownerLabel = (image: Pick<AdminImage, "user_id" | "username">) => (image.u
 
 const utc = (text: string | null) => {
   const date = text ? parseDateTime(text) : null;
-  return date ? <UtcTime date={date} /> : <>{text ?? ""}</>;
+  return date ? <UtcTime date={date} /> : (text ?? "");
 };
 
 function ImageCard({ image, signedIn, back }: { image: AdminImage; signedIn: SignedIn; back: string }) {
@@ -208,17 +212,16 @@ function ImageCard({ image, signedIn, back }: { image: AdminImage; signedIn: Sig
           {image.expired_at && <span class="badge">expires {utc(image.expired_at)}</span>}
         </p>
         <p class="muted small">
-          By{" "}
-          {image.user_id === null ? (
-            "a guest"
-          ) : (
-            <a href={`${ADMIN}/users/${image.user_id}`}>{ownerLabel(image)}</a>
-          )}{" "}
-          · {image.strategy_name} · <code>{image.key}</code>
+          By {image.user_id === null ? "a guest" : <a href={`${ADMIN}/users/${image.user_id}`}>{ownerLabel(image)}</a>} · {image.strategy_name} ·{" "}
+          <code>{image.key}</code>
         </p>
       </div>
       <div class="buttons">
-        <form method="post" action={`${LIST}/${encodeURIComponent(image.key)}/delete`} data-confirm={`Delete ${image.origin_name} of ${ownerLabel(image)}? This cannot be undone.`}>
+        <form
+          method="post"
+          action={`${LIST}/${encodeURIComponent(image.key)}/delete`}
+          data-confirm={`Delete ${image.origin_name} of ${ownerLabel(image)}? This cannot be undone.`}
+        >
           <FormToken signedIn={signedIn} />
           <input type="hidden" name="confirmed" value="0" />
           <input type="hidden" name="back" value={back} />
@@ -256,8 +259,8 @@ function ConfirmDelete({ signedIn, doomed, action, back, single }: { signedIn: S
     <AdminLayout title={doomed.length === 1 ? "Delete an image" : "Delete images"} signedIn={signedIn} section="images">
       <form class="card" method="post" action={action}>
         <p>
-          Delete {what}? The files, thumbnails, variants and records are removed at once, and the space is given back to the owners and the
-          strategies; this cannot be undone. Each delete is written to the audit log under your name.
+          Delete {what}? The files, thumbnails, variants and records are removed at once, and the space is given back to the owners and the strategies; this
+          cannot be undone. Each delete is written to the audit log under your name.
         </p>
         <ul class="doomed" aria-label="The images to delete">
           {doomed.map((image) => (
@@ -320,7 +323,15 @@ async function renderList(c: Context<SignedInEnv>) {
           <legend>Owner</legend>
           <div class="field">
             <label for="user">User</label>
-            <input type="text" id="user" name="user" value={filters.user} maxlength={64} aria-describedby={errors.user ? "user-hint user-error" : "user-hint"} aria-invalid={errors.user ? "true" : undefined} />
+            <input
+              type="text"
+              id="user"
+              name="user"
+              value={filters.user}
+              maxlength={64}
+              aria-describedby={errors.user ? "user-hint user-error" : "user-hint"}
+              aria-invalid={errors.user ? "true" : undefined}
+            />
             <small id="user-hint" class="hint">
               A username or a user id
             </small>
@@ -496,7 +507,17 @@ async function deleteEach(c: Context<SignedInEnv>, keys: string[]) {
   return { deleted, missing, failed };
 }
 
-function DeleteFailures({ signedIn, deleted, failed, back }: { signedIn: SignedIn; deleted: number; failed: { key: string; message: string }[]; back: string }) {
+function DeleteFailures({
+  signedIn,
+  deleted,
+  failed,
+  back,
+}: {
+  signedIn: SignedIn;
+  deleted: number;
+  failed: { key: string; message: string }[];
+  back: string;
+}) {
   return (
     <AdminLayout title="Some images were not deleted" signedIn={signedIn} section="images">
       <Notice kind="error">

@@ -55,18 +55,18 @@ function Explanation({ graceSeconds }: { graceSeconds?: number }) {
     <section class="card" aria-labelledby="about">
       <h2 id="about">Reconcile the storage with the records</h2>
       <p>
-        The reconciler lists every storage location and compares its objects with the image records. It runs on its own at start and at every
-        interval; here you can run it now.
+        The reconciler lists every storage location and compares its objects with the image records. It runs on its own at start and at every interval; here you
+        can run it now.
       </p>
       <ul>
         <li>
           A <strong>dry run</strong> only reports: nothing is moved or deleted.
         </li>
         <li>
-          <strong>Applying</strong> moves every orphan (an object no record names) older than {grace} to the quarantine,{" "}
-          <code>.quarantine/&lt;date&gt;/</code> on the same storage, where it is kept {QUARANTINE_DAYS} days before a later run deletes it (move it
-          back to undo). Temporary files of abandoned uploads older than the grace period are deleted. Records whose object is missing are only
-          reported, never deleted. Younger objects may be uploads in progress and are left alone.
+          <strong>Applying</strong> moves every orphan (an object no record names) older than {grace} to the quarantine, <code>.quarantine/&lt;date&gt;/</code>{" "}
+          on the same storage, where it is kept {QUARANTINE_DAYS} days before a later run deletes it (move it back to undo). Temporary files of abandoned
+          uploads older than the grace period are deleted. Records whose object is missing are only reported, never deleted. Younger objects may be uploads in
+          progress and are left alone.
         </li>
       </ul>
     </section>
@@ -80,8 +80,8 @@ function RunForm({ signedIn, apply }: { signedIn: SignedIn; apply: boolean }) {
       {apply ? (
         <>
           <p>
-            Apply runs the reconciler again, for real: what it finds then (uploads and deletes may have happened since this dry run) is moved to the
-            quarantine or deleted as described above.
+            Apply runs the reconciler again, for real: what it finds then (uploads and deletes may have happened since this dry run) is moved to the quarantine
+            or deleted as described above.
           </p>
           <button type="submit" class="danger">
             Apply: quarantine the orphans
@@ -103,7 +103,12 @@ function Listed({ id, title, count, children }: { id: string; title: string; cou
     <>
       <h4 id={id}>
         {title}
-        {children.length < count && <span class="muted small"> (the first {children.length} of {count})</span>}
+        {children.length < count && (
+          <span class="muted small">
+            {" "}
+            (the first {children.length} of {count})
+          </span>
+        )}
       </h4>
       <ul class="report-list" aria-labelledby={id}>
         {children}
@@ -178,10 +183,34 @@ function ReportView({ report }: { report: Report }) {
     <section aria-labelledby="report">
       <h2 id="report">{report.dry_run ? "Dry run report" : "Report of the applied run"}</h2>
       <p class="muted" data-testid="summary">
-        {started ? <UtcTime date={started} /> : report.started_at} · {(report.duration_ms / 1000).toFixed(1)} s · {plural(report.locations.length, "location")} ·{" "}
-        {plural(sum((l) => l.objects_scanned), "object")} scanned · {plural(sum((l) => l.orphans_found), "orphan")} found
-        {!report.dry_run && <> · {sum((l) => l.orphans_removed)} quarantined</>} · {plural(sum((l) => l.records_missing_object), "record")} missing an object
-        {sum((l) => l.errors.length) > 0 && <> · {plural(sum((l) => l.errors.length), "error")}</>}
+        {started ? <UtcTime date={started} /> : report.started_at} · {(report.duration_ms / 1000).toFixed(1)} s · {plural(report.locations.length, "location")}{" "}
+        ·{" "}
+        {plural(
+          sum((l) => l.objects_scanned),
+          "object",
+        )}{" "}
+        scanned ·{" "}
+        {plural(
+          sum((l) => l.orphans_found),
+          "orphan",
+        )}{" "}
+        found
+        {!report.dry_run && <> · {sum((l) => l.orphans_removed)} quarantined</>} ·{" "}
+        {plural(
+          sum((l) => l.records_missing_object),
+          "record",
+        )}{" "}
+        missing an object
+        {sum((l) => l.errors.length) > 0 && (
+          <>
+            {" "}
+            ·{" "}
+            {plural(
+              sum((l) => l.errors.length),
+              "error",
+            )}
+          </>
+        )}
       </p>
       {report.locations.length === 0 && <p class="card">No storage location to scan.</p>}
       {report.locations.map((location, index) => (

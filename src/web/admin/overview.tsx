@@ -7,13 +7,11 @@ import { asc, gte, sql } from "drizzle-orm";
 import type { Hono } from "hono";
 import type { Db } from "../../db/client.ts";
 import { images, strategies, users } from "../../db/schema.ts";
-import type { Deps } from "../../deps.ts";
 import { formatUtc } from "../../http/time.ts";
 import { lastRun, type LastRun } from "../../services/last-runs.ts";
 import { humanBytes } from "../layout.tsx";
 import { requireAdminSession, type WebEnv } from "../session.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
-import { servicesOf } from "../../services/index.ts";
 
 const DAYS = 30;
 

@@ -67,7 +67,10 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
   const pageParam = Number(c.req.query("page"));
   const page = Number.isInteger(pageParam) && pageParam >= 1 && pageParam <= 100_000 ? pageParam : 1;
   const query = new URLSearchParams({ page: String(page), per_page: String(PER_PAGE), ...(q ? { q } : {}) });
-  const [list, groups] = await Promise.all([adminApi<{ users: AdminUser[]; last_page: number; total: number }>(c, "GET", `/api/admin/users?${query}`), groupsFor(c)]);
+  const [list, groups] = await Promise.all([
+    adminApi<{ users: AdminUser[]; last_page: number; total: number }>(c, "GET", `/api/admin/users?${query}`),
+    groupsFor(c),
+  ]);
   const users = list.ok ? list.data.users : [];
   const lastPage = list.ok ? list.data.last_page : 1;
   const href = (p: number) => `${ADMIN}/users?${new URLSearchParams({ page: String(p), ...(q ? { q } : {}) })}`;
@@ -114,11 +117,23 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
         </tbody>
       </table>
       <nav class="pages" aria-label="Pages">
-        {page > 1 ? <a href={href(page - 1)} rel="prev">← Previous</a> : <span></span>}
+        {page > 1 ? (
+          <a href={href(page - 1)} rel="prev">
+            ← Previous
+          </a>
+        ) : (
+          <span></span>
+        )}
         <span>
           Page {page} of {lastPage}
         </span>
-        {page < lastPage ? <a href={href(page + 1)} rel="next">Next →</a> : <span></span>}
+        {page < lastPage ? (
+          <a href={href(page + 1)} rel="next">
+            Next →
+          </a>
+        ) : (
+          <span></span>
+        )}
       </nav>
 
       <form class="card" method="post" action={`${ADMIN}/users`}>
@@ -153,9 +168,20 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
   );
 }
 
-async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?: Errors; values?: Record<string, string>; link?: { url: string; expired_at: string } } = {}, status: 200 | 400 | 404 | 422 = 200) {
+async function renderUser(
+  c: Context<SignedInEnv>,
+  id: number,
+  shown: { errors?: Errors; values?: Record<string, string>; link?: { url: string; expired_at: string } } = {},
+  status: 200 | 400 | 404 | 422 = 200,
+) {
   const [answer, groups] = await Promise.all([adminApi<AdminUser>(c, "GET", `/api/admin/users/${id}`), groupsFor(c)]);
-  if (!answer.ok) return c.html(<AdminLayout title="User not found" signedIn={c.get("signedIn")} section="users"><Notice kind="error">{answer.message}</Notice></AdminLayout>, 404);
+  if (!answer.ok)
+    return c.html(
+      <AdminLayout title="User not found" signedIn={c.get("signedIn")} section="users">
+        <Notice kind="error">{answer.message}</Notice>
+      </AdminLayout>,
+      404,
+    );
   const u = answer.data;
   const v = shown.values ?? {};
   const errors = shown.errors;
@@ -183,7 +209,14 @@ async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?:
         </Field>
         <GroupSelect groups={groups} selected={v.group_id ? Number(v.group_id) : u.group_id} errors={errors} />
         <Field label="Capacity (KB)" id="capacity_kb" hint="Empty: the group's default capacity">
-          <input id="capacity_kb" name="capacity_kb" type="text" inputmode="numeric" value={v.capacity_kb ?? (u.capacity_kb === null ? "" : String(u.capacity_kb))} {...invalid(errors, "capacity_kb")} />
+          <input
+            id="capacity_kb"
+            name="capacity_kb"
+            type="text"
+            inputmode="numeric"
+            value={v.capacity_kb ?? (u.capacity_kb === null ? "" : String(u.capacity_kb))}
+            {...invalid(errors, "capacity_kb")}
+          />
           <FieldError id="capacity_kb" error={errors?.fields.capacity_kb} />
         </Field>
         <fieldset>
@@ -192,7 +225,8 @@ async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?:
             <input type="radio" name="enabled" value="true" checked={(v.enabled ?? String(u.enabled)) === "true"} /> Enabled
           </label>
           <label>
-            <input type="radio" name="enabled" value="false" checked={(v.enabled ?? String(u.enabled)) === "false"} /> Disabled (every API call refused, sessions ended)
+            <input type="radio" name="enabled" value="false" checked={(v.enabled ?? String(u.enabled)) === "false"} /> Disabled (every API call refused,
+            sessions ended)
           </label>
         </fieldset>
         <fieldset>
@@ -201,7 +235,8 @@ async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?:
             <input type="radio" name="role" value="user" checked={(v.role ?? u.role) === "user"} /> User
           </label>
           <label>
-            <input type="radio" name="role" value="admin" checked={(v.role ?? u.role) === "admin"} /> Administrator (admin pages; sessions end after 30 idle minutes, 12 hours at most)
+            <input type="radio" name="role" value="admin" checked={(v.role ?? u.role) === "admin"} /> Administrator (admin pages; sessions end after 30 idle
+            minutes, 12 hours at most)
           </label>
         </fieldset>
         <button type="submit" class="primary">
@@ -252,8 +287,8 @@ async function renderUser(c: Context<SignedInEnv>, id: number, shown: { errors?:
         <form method="post" action={action("delete")}>
           <FormToken signedIn={signedIn} />
           <p>
-            Deleting <strong>{u.username}</strong> deletes <strong>all {u.image_num} of their images</strong> (files, thumbnails and variants, as the API's delete
-            does for each, freeing the strategies' quota), their albums, tokens and sessions, then the account. It cannot be undone.
+            Deleting <strong>{u.username}</strong> deletes <strong>all {u.image_num} of their images</strong> (files, thumbnails and variants, as the API's
+            delete does for each, freeing the strategies' quota), their albums, tokens and sessions, then the account. It cannot be undone.
           </p>
           <label>
             <input type="checkbox" name="confirm" value={u.username} required /> {`Yes, delete ${u.username} and their images`}
@@ -293,7 +328,12 @@ export function register(web: Hono<WebEnv>) {
 
   web.post("/admin/users", requireAdminSession, async (c) => {
     const form = { ...(await readForm(c)) };
-    const body = { username: formField(form, "username").trim(), email: formField(form, "email").trim(), role: form.role === "admin" ? "admin" : "user", ...(form.group_id ? { group_id: editBody(form).group_id } : {}) };
+    const body = {
+      username: formField(form, "username").trim(),
+      email: formField(form, "email").trim(),
+      role: form.role === "admin" ? "admin" : "user",
+      ...(form.group_id ? { group_id: editBody(form).group_id } : {}),
+    };
     const answer = await adminApi<AdminUser>(c, "POST", "/api/admin/users", body);
     if (!answer.ok) return renderList(c, { values: form, errors: formErrors(answer) }, answer.status === 422 ? 422 : 400);
     return c.redirect(`${ADMIN}/users/${answer.data.id}?done=created`, 303);

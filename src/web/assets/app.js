@@ -32,7 +32,7 @@ function selectForCopy(button, text, name) {
   if (!field) {
     const multiline = text.includes("\n");
     field = button._copyField;
-    if (!field || !field.isConnected || (field.tagName === "TEXTAREA") !== multiline) {
+    if (!field?.isConnected || (field.tagName === "TEXTAREA") !== multiline) {
       if (field) field.remove(); // only ever this button's own field
       field = document.createElement(multiline ? "textarea" : "input");
       if (multiline) field.rows = Math.min(6, text.split("\n").length);
@@ -64,8 +64,7 @@ function selectForCopy(button, text, name) {
 }
 
 /** The escaping of the server's snippets (escapeHtml in src/http/image-resource.ts). */
-const escapeHtml = (s) =>
-  s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const escapeHtml = (s) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/'/g, "&#39;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /**
  * The image grid's "Responsive HTML": the text of responsiveSnippet (src/http/responsive-snippet.ts, which says what
@@ -73,8 +72,8 @@ const escapeHtml = (s) =>
  */
 function responsiveSnippet(button) {
   const grid = button.closest("[data-ladder]");
-  const ladder = ((grid && grid.getAttribute("data-ladder")) || "").split(",").filter(Boolean).map(Number);
-  const column = Number((grid && grid.getAttribute("data-column")) || 640);
+  const ladder = (grid?.getAttribute("data-ladder") || "").split(",").filter(Boolean).map(Number);
+  const column = Number(grid?.getAttribute("data-column") || 640);
   const base = button.getAttribute("data-copy-responsive") || "";
   const url = button.getAttribute("data-url") || "";
   const width = Number(button.getAttribute("data-width"));
@@ -131,7 +130,7 @@ function localTimes(root) {
   let zoneOf;
   try {
     const format = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
-    zoneOf = (at) => (format.formatToParts(at).find((p) => p.type === "timeZoneName") || {}).value || "";
+    zoneOf = (at) => format.formatToParts(at).find((p) => p.type === "timeZoneName")?.value || "";
   } catch (_) {
     return;
   }

@@ -26,7 +26,7 @@
       body = null;
     }
     if (res.status === 401) throw new Error("Your session has ended: sign in again, then retry.");
-    if (!res.ok || !body || body.status !== true) throw new Error((body && body.message) || `The server answered ${res.status}.`);
+    if (!res.ok || !body || body.status !== true) throw new Error(body?.message || `The server answered ${res.status}.`);
     current = { token: body.data.token, until: Date.now() + body.data.expires_in * 1000 };
     return current.token;
   }
@@ -36,13 +36,13 @@
     const out = [];
     const value = (name) => form.elements.namedItem(name);
     const strategy = value("strategy_id");
-    if (strategy && strategy.value) out.push(["strategy_id", strategy.value]);
+    if (strategy?.value) out.push(["strategy_id", strategy.value]);
     const album = value("album_id");
-    if (album && album.value) out.push(["album_id", album.value]);
+    if (album?.value) out.push(["album_id", album.value]);
     const permission = form.querySelector('input[name="permission"]:checked');
     out.push(["permission", permission ? permission.value : "1"]);
     const expiry = value("expired_at");
-    if (expiry && expiry.value) {
+    if (expiry?.value) {
       const at = new Date(expiry.value); // the browser's local time, sent with its offset (UTC)
       if (!Number.isNaN(at.getTime())) out.push(["expired_at", at.toISOString()]);
     }
@@ -130,7 +130,15 @@
     const progress = el("progress", { max: "100", value: "0", "aria-label": `Upload progress of ${file.name}` });
     const state = el("p", { class: "state", text: "Waiting…" });
     const links = el("div", { class: "links" });
-    const item = el("li", { class: "upload", "data-name": file.name }, preview, el("p", { class: "name", text: `${file.name} (${size(file.size)})` }), progress, state, links);
+    const item = el(
+      "li",
+      { class: "upload", "data-name": file.name },
+      preview,
+      el("p", { class: "name", text: `${file.name} (${size(file.size)})` }),
+      progress,
+      state,
+      links,
+    );
     list.prepend(item);
     return {
       progress(fraction) {
@@ -216,7 +224,7 @@
         return;
       }
       if (status === 401 && attempt === 0) continue; // the token expired meanwhile: a fresh one, once
-      line.failed((body && body.message) || (status === 0 ? "the connection failed." : `the server answered ${status}.`));
+      line.failed(body?.message || (status === 0 ? "the connection failed." : `the server answered ${status}.`));
       return;
     }
   }
@@ -259,7 +267,7 @@
   zone.addEventListener("drop", (e) => {
     e.preventDefault();
     zone.classList.remove("over");
-    add(Array.from((e.dataTransfer && e.dataTransfer.files) || []));
+    add(Array.from(e.dataTransfer?.files || []));
   });
   // a file dropped beside the zone is not opened by the browser in place of the page
   for (const type of ["dragover", "drop"]) document.addEventListener(type, (e) => e.preventDefault());

@@ -11,12 +11,14 @@ import { adminRoute } from "../common.ts";
 export const AuditEntry = z
   .object({
     id: z.number().int(),
-    actor: z.string().openapi({ description: "`ADMIN_TOKEN`, or the administrator's username and id when the change came from the admin pages", example: "ADMIN_TOKEN" }),
+    actor: z
+      .string()
+      .openapi({ description: "`ADMIN_TOKEN`, or the administrator's username and id when the change came from the admin pages", example: "ADMIN_TOKEN" }),
     actor_user_id: z.number().int().nullable(),
     action: z.string().openapi({ description: "The method and route of the change", example: "PATCH /api/admin/users/{id}" }),
     target_type: z.string().openapi({ example: "users" }),
     target_id: z.string().openapi({ example: "3" }),
-    detail: z.record(z.string(), z.unknown()).openapi({ description: "The fields sent; secrets are shown as \"(set)\"" }),
+    detail: z.record(z.string(), z.unknown()).openapi({ description: 'The fields sent; secrets are shown as "(set)"' }),
     ip: z.string(),
     created_at: dateTime,
   })

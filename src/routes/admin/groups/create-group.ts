@@ -12,7 +12,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/groups",
       operationId: "adminCreateGroup",
       summary: "Create a user group",
-      description: "Creates a user group. Omitted limits take their defaults (10 MB per image, 100 MP, 1 GB capacity, no frequency or concurrency limit, no retention ceiling, no content review).",
+      description:
+        "Creates a user group. Omitted limits take their defaults (10 MB per image, 100 MP, 1 GB capacity, no frequency or concurrency limit, no retention ceiling, no content review).",
       request: { body: jsonBody(GroupInput.required({ name: true }).openapi("CreateGroupInput")) },
       responses: { ...okResponse(GroupResponse, "The group"), ...errorResponses(400, 401, 415, 422, 500) },
     }),

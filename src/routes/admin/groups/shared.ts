@@ -1,11 +1,11 @@
-import { z } from "@hono/zod-openapi";
+import type { z } from "@hono/zod-openapi";
 import { type GroupWithStrategies, saveGroup } from "../../../db/repositories/groups.ts";
 import { getStrategies } from "../../../db/repositories/strategies.ts";
 import type { Db } from "../../../db/client.ts";
 import { validationError } from "../../../errors.ts";
 import { toCamel, toSnake } from "../../../http/case.ts";
 import { envelope } from "../../../http/schemas.ts";
-import { Group, GroupInput } from "../common.ts";
+import { Group, type GroupInput } from "../common.ts";
 
 export const GroupResponse = envelope(Group, "GroupResponse");
 

@@ -10,8 +10,20 @@ import { adminRoute, idParam, jsonBody, metadataPolicy } from "../common.ts";
 const StripMetadataInput = z
   .object({
     dry_run: z.boolean().optional().openapi({ description: "Report what would change without writing anything" }),
-    after_id: z.number().int().min(0).max(INT4_MAX).optional().openapi({ description: "Resume after this image id (the previous batch's `next_after_id`); default 0" }),
-    limit: z.number().int().min(1).max(STRIP_BATCH_MAX).optional().openapi({ description: `Images in this batch (default 100, at most ${STRIP_BATCH_MAX})` }),
+    after_id: z
+      .number()
+      .int()
+      .min(0)
+      .max(INT4_MAX)
+      .optional()
+      .openapi({ description: "Resume after this image id (the previous batch's `next_after_id`); default 0" }),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(STRIP_BATCH_MAX)
+      .optional()
+      .openapi({ description: `Images in this batch (default 100, at most ${STRIP_BATCH_MAX})` }),
   })
   .strict()
   .openapi("StripMetadataInput");
@@ -23,7 +35,9 @@ const StripMetadataItem = z
     pathname: z.string().openapi({ description: "The object's path: unchanged, so the image keeps its address" }),
     action: z.enum(["changed", "skipped"]).openapi({ description: "`changed`: the object was replaced (with `dry_run`: would be)" }),
     reason: z.string().nullable().openapi({ description: "Why it was skipped (or what else was done); null for a plain change" }),
-    removed: z.array(z.string()).openapi({ description: 'What was removed: "EXIF GPS", "EXIF", "XMP", "IPTC", "trailing data"…', example: ["EXIF GPS", "XMP"] }),
+    removed: z
+      .array(z.string())
+      .openapi({ description: 'What was removed: "EXIF GPS", "EXIF", "XMP", "IPTC", "trailing data"…', example: ["EXIF GPS", "XMP"] }),
     size_before: z.number().int().openapi({ description: "Bytes of the stored object before" }),
     size_after: z.number().int().openapi({ description: "Bytes after (charged to the account and the strategy)" }),
   })

@@ -8,7 +8,11 @@ import { deleteAnyImage } from "../../../services/delete.ts";
 import { adminRoute } from "../common.ts";
 
 const keyParam = z.object({
-  key: z.string().min(1).max(255).openapi({ param: { name: "key", in: "path", example: "Qm7cX2kP9aLr4TzB" }, example: "Qm7cX2kP9aLr4TzB" }),
+  key: z
+    .string()
+    .min(1)
+    .max(255)
+    .openapi({ param: { name: "key", in: "path", example: "Qm7cX2kP9aLr4TzB" }, example: "Qm7cX2kP9aLr4TzB" }),
 });
 
 export function register(app: OpenAPIHono<AppEnv>) {

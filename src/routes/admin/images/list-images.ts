@@ -46,12 +46,22 @@ const kb = intField(0, KB_MAX).optional().openapi({ type: "integer", minimum: 0,
 
 const ListQuery = z.object({
   page: intField(1, 1_000_000).default(1).openapi({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1, description: "Page number", example: 1 }),
-  per_page: intField(1, ADMIN_IMAGES_PER_PAGE.max)
-    .default(ADMIN_IMAGES_PER_PAGE.default)
-    .openapi({ type: "integer", minimum: 1, maximum: ADMIN_IMAGES_PER_PAGE.max, default: ADMIN_IMAGES_PER_PAGE.default, description: "Items per page", example: 30 }),
+  per_page: intField(1, ADMIN_IMAGES_PER_PAGE.max).default(ADMIN_IMAGES_PER_PAGE.default).openapi({
+    type: "integer",
+    minimum: 1,
+    maximum: ADMIN_IMAGES_PER_PAGE.max,
+    default: ADMIN_IMAGES_PER_PAGE.default,
+    description: "Items per page",
+    example: 30,
+  }),
   user_id: intField(1, INT4_MAX).optional().openapi({ type: "integer", minimum: 1, maximum: INT4_MAX, description: "Only this user's images", example: 3 }),
-  guests: z.enum(["true", "false"]).optional().openapi({ description: "`true`: only guests' images (uploaded without an account); not with `user_id`", example: "true" }),
-  strategy_id: intField(1, INT4_MAX).optional().openapi({ type: "integer", minimum: 1, maximum: INT4_MAX, description: "Only images stored by this strategy", example: 1 }),
+  guests: z
+    .enum(["true", "false"])
+    .optional()
+    .openapi({ description: "`true`: only guests' images (uploaded without an account); not with `user_id`", example: "true" }),
+  strategy_id: intField(1, INT4_MAX)
+    .optional()
+    .openapi({ type: "integer", minimum: 1, maximum: INT4_MAX, description: "Only images stored by this strategy", example: 1 }),
   from: day.optional().openapi({ description: "Only images uploaded on this UTC day or later", example: "2026-11-01" }),
   to: day.optional().openapi({ description: "Only images uploaded on this UTC day or earlier", example: "2026-11-30" }),
   min_kb: kb.openapi({ description: "Only images of at least this many KB", example: 10 }),
@@ -105,10 +115,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
         visibility: q.visibility,
       };
       const deps = c.get("deps");
-      const [rows, total] = await Promise.all([
-        adminImageListQuery(deps.db, filter, q.per_page, (q.page - 1) * q.per_page),
-        countAdminImages(deps.db, filter),
-      ]);
+      const [rows, total] = await Promise.all([adminImageListQuery(deps.db, filter, q.per_page, (q.page - 1) * q.per_page), countAdminImages(deps.db, filter)]);
       return respond(c, {
         images: rows.map(({ image, strategy, user }) => {
           const r = toImageResource(image, strategy, deps.storage, deps.config.baseUrl);

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { getSettings } from "../../../db/repositories/settings.ts";
+import type { getSettings } from "../../../db/repositories/settings.ts";
 import { envelope } from "../../../http/schemas.ts";
 
 export const Settings = z

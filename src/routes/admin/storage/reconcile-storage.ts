@@ -21,12 +21,12 @@ const LocationReconciliation = z
     orphans_found: count.openapi({ description: "Objects no record names, older than the grace period" }),
     orphans_removed: count,
     orphans: z.array(z.string()).openapi({ description: `Paths of the orphans found (${listed})`, example: ["2026/11/22/x1Hq9ZL0cV2mN4bR7tWs.png"] }),
-    parts_found: count.openapi({ description: "Temporary files of abandoned writes (`*.part`) and readiness probes left behind (`.probe/ready-*.txt`), older than the grace period" }),
+    parts_found: count.openapi({
+      description: "Temporary files of abandoned writes (`*.part`) and readiness probes left behind (`.probe/ready-*.txt`), older than the grace period",
+    }),
     parts_removed: count,
     records_missing_object: count.openapi({ description: "Records whose object or thumbnail is missing (reported, never deleted)" }),
-    missing_objects: z
-      .array(z.object({ key: z.string(), path: z.string() }))
-      .openapi({ description: `The image key and the missing path (${listed})` }),
+    missing_objects: z.array(z.object({ key: z.string(), path: z.string() })).openapi({ description: `The image key and the missing path (${listed})` }),
     errors: z.array(z.string()).openapi({ description: `Storage failures met on the way (at most ${REPORT_LIST_LIMIT} entries)` }),
   })
   .openapi("LocationReconciliation");
@@ -44,7 +44,10 @@ const Reconciliation = z
 
 const reportOnly = "Report without removing anything";
 
-const ReconcileInput = z.object({ dry_run: z.boolean().optional().openapi({ description: reportOnly }) }).strict().openapi("ReconcileInput");
+const ReconcileInput = z
+  .object({ dry_run: z.boolean().optional().openapi({ description: reportOnly }) })
+  .strict()
+  .openapi("ReconcileInput");
 
 const toOutput = (r: ReconcileReport): z.infer<typeof Reconciliation> => ({
   dry_run: r.dryRun,
@@ -85,7 +88,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
         query: z.object({ dry_run: z.enum(["true", "false"]).optional().openapi({ description: reportOnly, example: "true" }) }),
         body: { required: false, content: { "application/json": { schema: ReconcileInput } } },
       },
-      responses: { ...okResponse(envelope(Reconciliation, "ReconciliationResponse"), "What the run found and did"), ...errorResponses(400, 401, 415, 422, 500) },
+      responses: {
+        ...okResponse(envelope(Reconciliation, "ReconciliationResponse"), "What the run found and did"),
+        ...errorResponses(400, 401, 415, 422, 500),
+      },
     }),
     async (c) => {
       const query = c.req.valid("query").dry_run;

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import type { z } from "@hono/zod-openapi";
 import type { Strategy } from "../../../db/repositories/strategies.ts";
 import { validationError } from "../../../errors.ts";
 import { envelope } from "../../../http/schemas.ts";

@@ -12,7 +12,11 @@ import { adminRoute, idParam } from "../common.ts";
 const StrategyTest = z
   .object({
     writable: z.boolean().openapi({ description: "Whether a probe object could be written to the storage and removed", example: true }),
-    reason: z.enum(PROBE_REASONS).optional().openapi({ description: "Why not, when `writable` is false: one of a fixed set; the storage's own words (paths, the remote endpoint's message) go to the server's log only", example: "permission denied" }),
+    reason: z.enum(PROBE_REASONS).optional().openapi({
+      description:
+        "Why not, when `writable` is false: one of a fixed set; the storage's own words (paths, the remote endpoint's message) go to the server's log only",
+      example: "permission denied",
+    }),
   })
   .openapi("StrategyTest");
 
@@ -49,7 +53,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
         failure = { summary: "unusable configuration", detail: (e as Error).message || String(e) };
       }
       if (!failure) return respond(c, { writable: true });
-      logFor(deps).warn({ strategy_id: strategy.id, reason: failure.summary, detail: withoutSecrets(failure.detail, strategy.config) }, "strategy test: the storage is not writable");
+      logFor(deps).warn(
+        { strategy_id: strategy.id, reason: failure.summary, detail: withoutSecrets(failure.detail, strategy.config) },
+        "strategy test: the storage is not writable",
+      );
       return respond(c, { writable: false, reason: failure.summary });
     },
   );

@@ -26,7 +26,10 @@ const CreateTokenInput = z
       .max(TOKEN_LABEL_MAX)
       .nullable()
       .optional()
-      .openapi({ description: `What uses the token, e.g. "laptop ShareX" (at most ${TOKEN_LABEL_MAX} characters; empty or null: none)`, example: "laptop ShareX" }),
+      .openapi({
+        description: `What uses the token, e.g. "laptop ShareX" (at most ${TOKEN_LABEL_MAX} characters; empty or null: none)`,
+        example: "laptop ShareX",
+      }),
   })
   .openapi("CreateTokenInput");
 

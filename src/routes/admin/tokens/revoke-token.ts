@@ -14,7 +14,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/tokens/{id}",
       operationId: "adminRevokeToken",
       summary: "Revoke a token (permanent or temporary)",
-      description: "Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking a permanent token also revokes the temporary tokens it issued, in the same transaction. Revoking twice is not an error.",
+      description:
+        "Revokes a permanent or temporary token by id; it answers 401 from then on. Revoking a permanent token also revokes the temporary tokens it issued, in the same transaction. Revoking twice is not an error.",
       request: { params: idParam },
       responses: { ...okResponse(EmptyResponse, "Revoked; `data` is null"), ...errorResponses(401, 404, 422, 500) },
     }),

@@ -29,7 +29,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users",
       operationId: "adminCreateUser",
       summary: "Create a user",
-      description: "Creates a user in `group_id` (default: the default group). `capacity_kb` null or absent means the group's default capacity. The password, if any, is stored hashed.",
+      description:
+        "Creates a user in `group_id` (default: the default group). `capacity_kb` null or absent means the group's default capacity. The password, if any, is stored hashed.",
       request: { body: jsonBody(CreateUser) },
       responses: { ...okResponse(UserResponse, "The user"), ...errorResponses(400, 401, 415, 422, 500) },
     }),

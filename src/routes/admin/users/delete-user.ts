@@ -17,7 +17,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
       description:
         "Disables the account, revokes its tokens and ends its sessions at once; then deletes every image of it with the guarantees of `DELETE /api/v1/images/{key}` (record, quota and capacity in one transaction each, objects, thumbnails and variants removed after the commit or by the removal workers), then the account with its albums. Synchronous: with many images it takes a while. A failure halfway leaves a disabled account with fewer images; deleting it again finishes.",
       request: { params: idParam },
-      responses: { ...okResponse(envelope(z.object({ images_deleted: z.number().int() }), "DeleteUserResponse"), "Deleted"), ...errorResponses(401, 404, 422, 500) },
+      responses: {
+        ...okResponse(envelope(z.object({ images_deleted: z.number().int() }), "DeleteUserResponse"), "Deleted"),
+        ...errorResponses(401, 404, 422, 500),
+      },
     }),
     async (c) => {
       const result = await deleteUserAndImages(c.get("deps"), c.req.valid("param").id);

@@ -14,11 +14,16 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users",
       operationId: "adminListUsers",
       summary: "List users (optionally by exact username)",
-      description: "A page of the users by id (`page`, `per_page` up to 500, default 100): all of them, those matching `q`, or the one with this exact `username`.",
+      description:
+        "A page of the users by id (`page`, `per_page` up to 500, default 100): all of them, those matching `q`, or the one with this exact `username`.",
       request: {
         query: pageQuery.extend({
           username: z.string().max(64).optional().openapi({ example: "alice" }),
-          q: z.string().max(100).optional().openapi({ description: "Only users whose username, name or email contains this (any case)", example: "example.com" }),
+          q: z
+            .string()
+            .max(100)
+            .optional()
+            .openapi({ description: "Only users whose username, name or email contains this (any case)", example: "example.com" }),
         }),
       },
       responses: {

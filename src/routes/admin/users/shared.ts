@@ -21,6 +21,7 @@ export const toOutput = (u: User): z.infer<typeof AdminUser> => ({
 });
 
 export const role = z.enum(["user", "admin"]).openapi({
-  description: "`admin`: may use the admin pages of the site when signed in (a shorter session: 30 minutes idle, 12 hours at most). ADMIN_TOKEN stays what automation and the CLI use.",
+  description:
+    "`admin`: may use the admin pages of the site when signed in (a shorter session: 30 minutes idle, 12 hours at most). ADMIN_TOKEN stays what automation and the CLI use.",
   example: "user",
 });

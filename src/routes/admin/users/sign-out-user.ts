@@ -14,7 +14,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/users/{id}/sign-out",
       operationId: "adminSignOutUser",
       summary: "Revoke a user's tokens and end their sessions",
-      description: "Revokes every permanent and temporary token of the user and ends every signed-in session, in one transaction; `data` counts the tokens revoked.",
+      description:
+        "Revokes every permanent and temporary token of the user and ends every signed-in session, in one transaction; `data` counts the tokens revoked.",
       request: { params: idParam },
       responses: { ...okResponse(envelope(z.object({ tokens_revoked: z.number().int() }), "SignOutResponse"), "Done"), ...errorResponses(401, 404, 422, 500) },
     }),

@@ -7,9 +7,9 @@ import { adminRoute, jsonBody } from "../common.ts";
 import { SITE, EVENTS_TEXT, URL_TEXT, description, url, events, EndpointSecretResponse, endpointOutput } from "./shared.ts";
 
 const DELIVERY_TEXT =
-  "Each event is a `POST` with a JSON body in the Standard Webhooks shape `{\"type\": \"image.uploaded\", \"timestamp\": \"2026-11-22T10:30:00.000Z\", \"data\": {…}}` " +
+  'Each event is a `POST` with a JSON body in the Standard Webhooks shape `{"type": "image.uploaded", "timestamp": "2026-11-22T10:30:00.000Z", "data": {…}}` ' +
   "and the headers `webhook-id` (the message id, the same on every retry: deduplicate by it), `webhook-timestamp` (Unix seconds of the attempt) and " +
-  "`webhook-signature` (`v1,<base64 HMAC-SHA256 of \"<webhook-id>.<webhook-timestamp>.<body>\">`, keyed with the base64 part of the `whsec_` secret; " +
+  '`webhook-signature` (`v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`, keyed with the base64 part of the `whsec_` secret; ' +
   "any Standard Webhooks library verifies it). An answer 2xx within 10 s is delivered; anything else (another status, a redirect, which is not followed, " +
   "a timeout, a refused connection) is retried: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (8 attempts over about 27.5 hours). " +
   "A retry's delay is counted from the end of the failed attempt (a timeout does not shorten it). " +

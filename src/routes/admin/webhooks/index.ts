@@ -17,7 +17,18 @@ import * as resendWebhookDelivery from "./resend-webhook-delivery.ts";
 import * as resendFailedWebhookDeliveries from "./resend-failed-webhook-deliveries.ts";
 
 /** In this order: the order of the operations in the spec. */
-const operations = [listWebhooks, createWebhook, getWebhook, updateWebhook, deleteWebhook, rotateWebhookSecret, testWebhook, listWebhookDeliveries, resendWebhookDelivery, resendFailedWebhookDeliveries];
+const operations = [
+  listWebhooks,
+  createWebhook,
+  getWebhook,
+  updateWebhook,
+  deleteWebhook,
+  rotateWebhookSecret,
+  testWebhook,
+  listWebhookDeliveries,
+  resendWebhookDelivery,
+  resendFailedWebhookDeliveries,
+];
 
 export function register(app: OpenAPIHono<AppEnv>) {
   for (const operation of operations) operation.register(app);

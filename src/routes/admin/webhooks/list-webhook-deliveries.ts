@@ -14,16 +14,21 @@ const WebhookDelivery = z
     id: z.number().int().openapi({ example: 42 }),
     message_id: z.string().openapi({ description: "The `webhook-id` header sent", example: "msg_2f0c6f0e0b9c4b1f9a5d3c7e8b6a4d2c" }),
     event_type: z.string().openapi({ example: "image.uploaded" }),
-    status: z.enum(["pending", "delivered", "failed"]).openapi({ description: "`pending`: to be attempted (again); `delivered`: answered 2xx; `failed`: no more attempts" }),
+    status: z
+      .enum(["pending", "delivered", "failed"])
+      .openapi({ description: "`pending`: to be attempted (again); `delivered`: answered 2xx; `failed`: no more attempts" }),
     attempts: z.number().int().openapi({ description: "Attempts made so far", example: 1 }),
     last_status_code: z.number().int().nullable().openapi({ description: "The status of the last answer; null when there was none", example: 200 }),
     last_latency_ms: z.number().int().nullable().openapi({ example: 84 }),
-    last_error: z.string().nullable().openapi({
-      description:
-        "What went wrong in the last attempt; null when it was delivered or not attempted yet. For a site-wide endpoint it may quote the answer's first " +
-        "200 characters and a redirect's target; a user's endpoint's log never holds what its receiver answered (`answered 500`), nor any address its host resolved to.",
-      example: null,
-    }),
+    last_error: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "What went wrong in the last attempt; null when it was delivered or not attempted yet. For a site-wide endpoint it may quote the answer's first " +
+          "200 characters and a redirect's target; a user's endpoint's log never holds what its receiver answered (`answered 500`), nor any address its host resolved to.",
+        example: null,
+      }),
     last_attempt_at: dateTime.nullable(),
     next_attempt_at: dateTime.nullable().openapi({ description: "When it will be attempted (again); null when it is not pending" }),
     delivered_at: dateTime.nullable(),

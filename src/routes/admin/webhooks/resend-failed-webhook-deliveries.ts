@@ -43,7 +43,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
       request: { params: idParam, body: jsonBody(ResendFailedInput) },
       responses: {
         ...okResponse(
-          envelope(z.object({ queued: z.number().int().openapi({ description: "Deliveries made pending again", example: 12 }) }), "WebhookResendFailedResponse"),
+          envelope(
+            z.object({ queued: z.number().int().openapi({ description: "Deliveries made pending again", example: 12 }) }),
+            "WebhookResendFailedResponse",
+          ),
           "How many were queued",
         ),
         ...errorResponses(400, 401, 404, 415, 422, 500),

@@ -35,7 +35,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       const { id, delivery_id } = c.req.valid("param");
       const outcome = await resendOneDelivery(c.get("deps"), SITE, id, delivery_id);
       if (outcome === "missing") throw notFound("Delivery not found.");
-      if (outcome === "pending") throw notFound("The delivery is still pending: it will be attempted by itself; only a delivered or failed delivery can be sent again.");
+      if (outcome === "pending")
+        throw notFound("The delivery is still pending: it will be attempted by itself; only a delivered or failed delivery can be sent again.");
       return respond(c, null);
     },
   );

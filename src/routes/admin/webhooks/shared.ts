@@ -14,8 +14,8 @@ export const EVENTS_TEXT =
 
 export const URL_TEXT =
   "The URL is http or https, without credentials (`user:pass@`), at most 2048 characters. Its host must resolve to public addresses only: loopback, " +
-  "private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 (\"This address is private or internal; " +
-  "webhooks can only be sent to public addresses.\", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. " +
+  'private, link-local (cloud metadata), documentation and other reserved addresses are refused with a 422 ("This address is private or internal; ' +
+  'webhooks can only be sent to public addresses.", never naming what the host resolved to), unless the operator allows them with WEBHOOK_ALLOW. ' +
   "WEBHOOK_ALLOW opens to site-wide endpoints, and to a user's own endpoints only where the user's group has `webhook_allow_internal`. " +
   "The same check runs again at every delivery, after DNS, and the connection goes to the address checked.";
 
@@ -41,16 +41,24 @@ export const WebhookEndpoint = z
 
 export const WebhookEndpointWithSecret = WebhookEndpoint.extend({
   secret: z.string().openapi({
-    description: "The signing secret, `whsec_` and the base64 of 32 random bytes. Shown this once: it is stored encrypted and never answered again (rotate it to get a new one).",
+    description:
+      "The signing secret, `whsec_` and the base64 of 32 random bytes. Shown this once: it is stored encrypted and never answered again (rotate it to get a new one).",
     example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/uAB5ubhXJ8=",
   }),
 }).openapi("WebhookEndpointWithSecret");
 
-export const description = z.string().max(DESCRIPTION_MAX, `The description may be at most ${DESCRIPTION_MAX} characters.`).openapi({ description: `What it is for (at most ${DESCRIPTION_MAX} characters)`, example: "Purge the CDN" });
+export const description = z
+  .string()
+  .max(DESCRIPTION_MAX, `The description may be at most ${DESCRIPTION_MAX} characters.`)
+  .openapi({ description: `What it is for (at most ${DESCRIPTION_MAX} characters)`, example: "Purge the CDN" });
 
 export const url = z.string().min(1).max(2048).openapi({ description: URL_TEXT, example: "https://hooks.example.com/image-host" });
 
-export const events = z.array(event).min(1, "Choose at least one event.").max(EVENT_TYPES.length * 2, "Name each event once.").openapi({ description: "At least one event type; repeats count once" });
+export const events = z
+  .array(event)
+  .min(1, "Choose at least one event.")
+  .max(EVENT_TYPES.length * 2, "Name each event once.")
+  .openapi({ description: "At least one event type; repeats count once" });
 
 export const EndpointResponse = envelope(WebhookEndpoint, "WebhookEndpointResponse");
 

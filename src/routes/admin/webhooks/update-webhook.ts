@@ -12,7 +12,8 @@ const UpdateWebhookInput = z
     description,
     events,
     enabled: z.boolean().openapi({
-      description: "false switches it off (`disabled_reason` \"switched off by its owner\"); true switches it on again and clears `disabled_reason`, `disabled_at` and `failing_since`",
+      description:
+        'false switches it off (`disabled_reason` "switched off by its owner"); true switches it on again and clears `disabled_reason`, `disabled_at` and `failing_since`',
     }),
   })
   .partial()
