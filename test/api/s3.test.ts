@@ -11,14 +11,13 @@ setDefaultTimeout(60_000);
 /** The s3 driver against s3rver, an S3 implementation running in this process on loopback. */
 let ctx: TestContext;
 let s3: LocalS3;
-let endpoint: string;
 let bucket: S3Client;
 let user: TestUser;
 let strategyId: number;
 
 beforeAll(async () => {
   s3 = await startLocalS3("s3");
-  ({ endpoint, bucket } = s3);
+  ({ bucket } = s3);
   ctx = await createTestContext();
   const strategy = await ctx.admin("POST", "/api/admin/strategies", {
     name: "S3",

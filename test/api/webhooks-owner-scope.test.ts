@@ -109,7 +109,6 @@ const deliveries = (endpointId: number) =>
     rowsOf<{ id: string; message_id: string; status: string; attempts: number; last_status_code: number | null; last_latency_ms: number | null; last_error: string | null }>(r),
   );
 
-const endpointIdIn = (res: Response) => Number(/\/user\/webhooks\/(\d+)/.exec(location(res) ?? "")?.[1]);
 async function userEndpoint(visitor: InstanceType<typeof Visitor>, url: string, ...names: string[]) {
   const res = await visitor.post("/user/webhooks", { url, ...events(...(names.length ? names : ["image.uploaded"])) });
   const html = await res.text();

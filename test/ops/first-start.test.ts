@@ -339,7 +339,7 @@ describe("a start right after a crash", () => {
   });
 
   test.skipIf(otherPass || !onLinux)("the server alone SIGKILLed (its PostgreSQL left running), started again at once", async () => {
-    const server = await freshServer();
+    await freshServer();
     const created = await admin("POST", "/api/admin/users", { username: "crash2", email: "crash2@example.com" });
     expect(created.status).toBe(200);
     const postmaster = postmasterPid(dataDir);

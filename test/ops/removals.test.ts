@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { eq, inArray, sql } from "drizzle-orm";
 import { findImageForOwner, RecordRefused, recordAcceptedUpload } from "../../src/db/repositories/images.ts";
@@ -42,13 +42,6 @@ const pendingFor = (paths: string[]) => ctx.db.select().from(pendingRemovals).wh
 const makeDue = (paths: string[]) =>
   ctx.db.update(pendingRemovals).set({ dueAt: sql`now() - interval '1 second'` }).where(inArray(pendingRemovals.path, paths));
 const profile = async (user: TestUser) => (await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).body.data;
-/** Every file under the uploads directory, relative to it. */
-function filesUnder(dir: string, prefix = ""): string[] {
-  if (!existsSync(join(dir, prefix))) return [];
-  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? filesUnder(dir, `${prefix}${e.name}/`) : [`${prefix}${e.name}`],
-  );
-}
 
 describe("a delete killed between its commit and the objects' removal", () => {
   test("is done as the account sees it at once, and any worker removes the objects; serving stops when they go", async () => {

@@ -6,7 +6,7 @@ import { tokens } from "../../src/db/schema.ts";
 import { sha256Hex } from "../../src/services/secrets.ts";
 import { applyMetadataPolicy } from "../../src/images/metadata/policy.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
-import { makeImage, makeNoisyJpeg, multipart, pngHeaderClaiming } from "../support/images.ts";
+import { makeImage, makeNoisyJpeg, pngHeaderClaiming } from "../support/images.ts";
 import { describeAnswer, expectStatus, type ReadAnswer } from "../support/status.ts";
 
 /**

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { admin, multipartFile, seedUser, startServer, upload } from "./abuse.ts";
 import { type HostileFile, hostileCorpus } from "./hostile-corpus.ts";
-import { cpuSince, treeCpu } from "./proc.ts";
+import { treeCpu } from "./proc.ts";
 
 const MB = 1024 * 1024;
 
