@@ -10,40 +10,15 @@
  */
 import { type Subprocess, spawn } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePort, spawnServer, waitHealthy } from "../test/support/processes.ts";
 
 const root = resolve(import.meta.dir, "..");
 const ADMIN_TOKEN = "contract-admin-token-0123456789abcdef";
 const HEALTH_TIMEOUT_MS = 60_000;
 const DREDD_TIMEOUT_MS = Number(process.env.CONTRACT_TIMEOUT_SECONDS ?? 300) * 1000;
 const STOP_TIMEOUT_MS = 10_000;
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
-}
-
-async function waitForHealth(url: string, server: Subprocess) {
-  const deadline = Date.now() + HEALTH_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (server.exitCode !== null) throw new Error(`the server exited with code ${server.exitCode} before it was ready`);
-    try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
-      if (res.status === 200) return;
-    } catch {}
-    await Bun.sleep(200);
-  }
-  throw new Error(`the server did not answer 200 on /health within ${HEALTH_TIMEOUT_MS / 1000} s`);
-}
 
 async function stop(proc: Subprocess | undefined, name: string) {
   if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
@@ -83,19 +58,21 @@ try {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
 
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    DATA_DIR: dataDir,
-    BASE_URL: url,
-    ADMIN_TOKEN,
-    DATABASE_URL: undefined, // always the embedded database
-    SWEEP_INTERVAL_SECONDS: "3600",
-    TRUST_PROXY: "1", // the 429 cases come from their own X-Forwarded-For addresses
-  };
-  server = spawn(["bun", "run", "src/server.ts"], { cwd: root, env, stdout: "inherit", stderr: "inherit" });
-  await waitForHealth(url, server);
+  // DATABASE_URL is not passed on: always the embedded database
+  server = spawnServer({
+    env: {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      BASE_URL: url,
+      ADMIN_TOKEN,
+      SWEEP_INTERVAL_SECONDS: "3600",
+      TRUST_PROXY: "1", // the 429 cases come from their own X-Forwarded-For addresses
+    },
+    stdout: "inherit",
+    stderr: "inherit",
+  });
+  await waitHealthy(server, url, HEALTH_TIMEOUT_MS);
 
   const args = [
     join(root, "node_modules/dredd/bin/dredd"),

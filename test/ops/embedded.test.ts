@@ -6,10 +6,10 @@ import { sql } from "drizzle-orm";
 import { openEmbedded } from "../../src/db/client.ts";
 import { processStartTime, processState, startEmbeddedPostgres } from "../../src/db/embedded/index.ts";
 import { seedDatabase } from "../../src/db/seed.ts";
+import { spawnServer } from "../support/processes.ts";
 
 /** The embedded PostgreSQL (src/db/embedded/): lifecycle, leftovers. */
 setDefaultTimeout(60_000); // clusters are initialised here, seconds each on a busy machine
-const root = join(import.meta.dir, "..", "..");
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -134,15 +134,11 @@ describe("embedded PostgreSQL", () => {
 
   test.skipIf(process.platform !== "linux")("SIGKILL of the server takes its PostgreSQL down with it (parent-death signal)", async () => {
     const dataDir = tempDir();
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      ADMIN_TOKEN: "embedded-test-admin-token-0123456789ab",
-      DATABASE_URL: undefined,
-    };
-    const proc = Bun.spawn(["bun", "run", "src/server.ts"], { cwd: root, env, stdout: "pipe", stderr: "pipe" });
+    const proc = spawnServer({
+      env: { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", ADMIN_TOKEN: "embedded-test-admin-token-0123456789ab" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const cluster = join(dataDir, "postgres");
     for (const deadline = Date.now() + 45_000; ; ) {
       if (existsSync(join(cluster, "postmaster.pid")) && readFileSync(join(cluster, "postmaster.pid"), "utf8").includes("ready")) break;

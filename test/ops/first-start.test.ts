@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { processState } from "../../src/db/embedded/index.ts";
-import { freePort } from "../support/processes.ts";
+import { freePort, spawnServer, waitHealthy } from "../support/processes.ts";
 
 /**
  * The first hour on a new machine, with the real server and CLI as a user runs them:
@@ -90,23 +90,16 @@ async function runOk(argv: string[], options: Parameters<typeof run>[1]) {
 const logOf = (file: string) => (existsSync(file) ? readFileSync(file, "utf8") : "");
 
 /**
- * `bun run server` in `cwd`; resolves once /health answers 200 (or throws with the server's output). `previous`:
- * the pid of a killed server on the same port, whose end is awaited after the spawn (so that it is not the one
- * answering).
+ * `bun run server` in `cwd`, as `user`, with `env` alone (a user's shell's); resolves once /health answers 200 (or
+ * throws with the server's output). `previous`: the pid of a killed server on the same port, whose end is awaited
+ * after the spawn (so that it is not the one answering).
  */
 async function startServer(cwd: string, env: Record<string, string>, log: string, user?: User, previous?: number) {
-  const withinMs = 45_000;
-  const proc = Bun.spawn(as(user, ["bun", "run", "server"]), { cwd, env, stdin: "ignore", stdout: Bun.file(log), stderr: Bun.file(log) });
+  const proc = spawnServer({ cwd, argv: as(user, ["bun", "run", "server"]), inherit: false, env, stdout: { file: log }, stderr: { file: log } });
   servers.push(proc);
   while (previous && processState(previous) !== "dead") await Bun.sleep(10);
-  const url = `http://127.0.0.1:${env.PORT}/health`;
-  for (const deadline = Date.now() + withinMs; ; ) {
-    if (proc.exitCode !== null) throw new Error(`the server exited with ${proc.exitCode}:\n${logOf(log)}`);
-    const res = await fetch(url).catch(() => null);
-    if (res?.status === 200) return proc;
-    if (Date.now() > deadline) throw new Error(`the server did not answer within ${withinMs / 1000} s:\n${logOf(log)}`);
-    await Bun.sleep(50);
-  }
+  await waitHealthy(proc, `http://127.0.0.1:${env.PORT}`, 45_000);
+  return proc;
 }
 
 async function stopServer(proc: Bun.Subprocess) {

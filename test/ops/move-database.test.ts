@@ -49,7 +49,7 @@ async function cli(args: string[], env: Record<string, string | undefined>) {
 async function serve(env: Record<string, string>) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc = await startServer({ DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, UPLOAD_BODIES_PER_ADDRESS: "100", ...env });
+  const proc = await startServer({ env: { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, UPLOAD_BODIES_PER_ADDRESS: "100", ...env } });
   const call = async (method: string, path: string, token = ADMIN_TOKEN, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -15,6 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestContext, type TestContext } from "../support/harness.ts";
+import { freePort } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
@@ -27,14 +28,6 @@ if (skip) {
     `nginx-recipe: skipped: no ${nginxBinary ? "openssl" : "nginx"} binary here. ` +
       "CI installs them with: apt-get install -y nginx-light openssl (Debian; or the 'nginx' package).",
   );
-}
-
-/** A port nothing listens on now. */
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const { port } = probe;
-  probe.stop(true);
-  return port;
 }
 
 /** `text` with `from` replaced, which must occur: the recipe's own spelling is what is tested. */
@@ -84,8 +77,8 @@ describe.skipIf(skip)("the nginx recipe in front of the app", () => {
     });
     if (made.exitCode !== 0) throw new Error(`openssl could not make a certificate: ${made.stderr.toString()}`);
 
-    const httpsPort = freePort();
-    const httpPort = freePort();
+    const httpsPort = await freePort();
+    const httpPort = await freePort();
     let site = readFileSync(RECIPE, "utf8");
     site = swap(site, /^\s*listen 443 ssl http2;$/m, `\n    listen 127.0.0.1:${httpsPort} ssl http2;`);
     site = swap(site, /^\s*listen \[::\]:443 ssl http2;$/m, "");

@@ -41,7 +41,7 @@ async function cli(args: string[], env: Record<string, string | undefined>) {
 async function serve(dataDir: string) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc = await startServer({ DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1" });
+  const proc = await startServer({ env: { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1" } });
   const call = async (method: string, path: string, body?: unknown, token = ADMIN_TOKEN) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -4,13 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeImage, multipart } from "../support/images.ts";
 import { expectStatus } from "../support/status.ts";
-import { freePort } from "../support/processes.ts";
+import { freePort, spawnServer, waitHealthy as waitUntilHealthy } from "../support/processes.ts";
 
 // servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
 setDefaultTimeout(60_000);
 
 /** The real entry point (src/server.ts) as a subprocess: environment, first start, restart, stop. */
-const root = join(import.meta.dir, "..", "..");
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -23,31 +22,11 @@ function tempDir() {
 }
 
 
-function start(env: Record<string, string>) {
-  const cleanEnv = { ...process.env };
-  delete cleanEnv.DATABASE_URL;
-  delete cleanEnv.ADMIN_TOKEN;
-  return Bun.spawn(["bun", "run", "src/server.ts"], {
-    cwd: root,
-    // PORT 0 unless a test names one: the suite must pass beside a server on the default port
-    env: { ...cleanEnv, HOST: "127.0.0.1", PORT: "0", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-}
+/** The server with both outputs kept; PORT 0 unless a test names one: the suite must pass beside a server on the default port. */
+const start = (env: Record<string, string>) =>
+  spawnServer({ env: { ADMIN_TOKEN: undefined, HOST: "127.0.0.1", PORT: "0", ...env }, stdout: "pipe", stderr: "pipe" });
 
-async function waitHealthy(port: number, proc: ReturnType<typeof start>) {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}: ${await new Response(proc.stderr).text()}`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/health`);
-      if (res.status === 200) return;
-    } catch {}
-    await Bun.sleep(100);
-  }
-  throw new Error("server did not become healthy");
-}
+const waitHealthy = (port: number, proc: ReturnType<typeof start>) => waitUntilHealthy(proc, `http://127.0.0.1:${port}`, 30_000);
 
 describe("environment validation", () => {
   for (const [name, value, line] of [
@@ -75,8 +54,9 @@ describe("environment validation", () => {
 
 /** The server started as `nobody` on DATA_DIR `dir`: it must exit 1; answers its one line of standard error. */
 async function startAsNobody(dir: string): Promise<string> {
-  const proc = Bun.spawn(["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"], {
-    cwd: root,
+  const proc = spawnServer({
+    argv: ["runuser", "-u", "nobody", "--", process.execPath, "run", "src/server.ts"],
+    inherit: false,
     env: { PATH: process.env.PATH!, HOME: "/tmp", DATA_DIR: dir, HOST: "127.0.0.1", PORT: String(await freePort()) },
     stdout: "pipe",
     stderr: "pipe",

@@ -95,7 +95,7 @@ test("kill -9 while a delivery is in flight: the restarted instance delivers the
   const r = receiver();
   const port = await freePort();
   const env = { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: `http://127.0.0.1:${port}`, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1" };
-  let server = await startServer({ LOG_LEVEL: "warn", ...env }, 60_000);
+  let server = await startServer({ env: { LOG_LEVEL: "warn", ...env }, timeoutMs: 60_000 });
   try {
     const token = await setUp(env.BASE_URL, r);
     r.hold(true);
@@ -104,7 +104,7 @@ test("kill -9 while a delivery is in flight: the restarted instance delivers the
     server.kill("SIGKILL");
     await server.exited;
     r.hold(false);
-    server = await startServer({ LOG_LEVEL: "warn", ...env }, 60_000);
+    server = await startServer({ env: { LOG_LEVEL: "warn", ...env }, timeoutMs: 60_000 });
     await until("the event again after the restart", () => r.got.length >= 2, 60_000);
     expect(r.got.map((g) => [g.type, g.key, g.verified])).toEqual([
       ["image.uploaded", key, true],
@@ -136,8 +136,8 @@ test.skipIf(!serverUrl)(
           return { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: `http://127.0.0.1:${port}`, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1", WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") };
         }),
       );
-      servers.push(await startServer({ LOG_LEVEL: "warn", ...envs[0]! }, 60_000));
-      servers.push(await startServer({ LOG_LEVEL: "warn", ...envs[1]! }, 60_000));
+      servers.push(await startServer({ env: { LOG_LEVEL: "warn", ...envs[0]! }, timeoutMs: 60_000 }));
+      servers.push(await startServer({ env: { LOG_LEVEL: "warn", ...envs[1]! }, timeoutMs: 60_000 }));
       const token = await setUp(envs[0]!.BASE_URL, r);
       // 8 at a time, half on each instance (an account may have 16 uploads in progress per instance)
       const keys: string[] = [];

@@ -5,22 +5,22 @@
  * end at the body deadline, and nothing is logged as a server error.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../support/processes.ts";
+import { freePort, type Output, type ServerProcess, startServer } from "../support/processes.ts";
 
 setDefaultTimeout(120_000);
 
-const root = join(import.meta.dir, "..", "..");
 const PER_ADDRESS = 16;
 const TOTAL = 120;
 const DEADLINE_SECONDS = 3;
 let dataDir: string;
 let port: number;
-let proc: ReturnType<typeof Bun.spawn>;
-let output = "";
+let proc: ServerProcess<Output, Output>;
+/** What the server printed so far: its standard output (JSON log lines) and error. */
+const output = () => ["server.out", "server.err"].map((name) => readFileSync(join(dataDir, name), "utf8")).join("\n");
 
 
 const openFiles = () => readdirSync(`/proc/${proc.pid}/fd`).length;
@@ -54,12 +54,8 @@ const statusOf = (h: Held) => Number(/^HTTP\/1\.1 (\d{3})/.exec(h.answer)?.[1] ?
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "imghost-conn-"));
   port = await freePort();
-  const env = { ...process.env };
-  delete env.DATABASE_URL;
-  proc = Bun.spawn([process.execPath, "src/server.ts"], {
-    cwd: root,
+  proc = await startServer({
     env: {
-      ...env,
       HOST: "127.0.0.1",
       PORT: String(port),
       DATA_DIR: dataDir,
@@ -70,24 +66,10 @@ beforeAll(async () => {
       LOG_FORMAT: "json",
       RECONCILE_INTERVAL_SECONDS: "3600",
     },
-    stdout: "pipe",
-    stderr: "pipe",
+    stdout: { file: join(dataDir, "server.out") },
+    stderr: { file: join(dataDir, "server.err") },
+    timeoutMs: 60_000,
   });
-  for (const stream of [proc.stdout, proc.stderr] as ReadableStream<Uint8Array>[]) {
-    void (async () => {
-      const reader = stream.getReader();
-      for (let step = await reader.read(); !step.done; step = await reader.read()) output += new TextDecoder().decode(step.value);
-    })();
-  }
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`server exited: ${output}`);
-    if (Date.now() > deadline) throw new Error(`server did not start: ${output}`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) break;
-    } catch {}
-    await Bun.sleep(100);
-  }
 });
 
 afterAll(async () => {
@@ -167,7 +149,7 @@ describe("one address cannot exhaust the server's connections", () => {
     await Bun.sleep(200);
     for (const s of json) s.destroy();
     await Bun.sleep(1500);
-    const lines = output.split("\n").filter((l) => l.startsWith("{"));
+    const lines = output().split("\n").filter((l) => l.startsWith("{"));
     const records = lines.map((l) => JSON.parse(l) as { level: number; status?: number; msg?: string });
     expect(records.filter((r) => r.level >= 50 || r.status === 500).map((r) => r.msg)).toEqual([]);
   });

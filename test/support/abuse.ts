@@ -4,6 +4,7 @@
  * from its own loopback address (127.0.0.x, Linux), like an attacker with many addresses, so per-address bounds do not
  * hide what the body and decode paths cost. Used by test/security/resource.test.ts and test/support/hostile-probe.ts.
  */
+import type { Subprocess } from "bun";
 import { randomFillSync } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -11,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { MemorySampler, processTree } from "./proc.ts";
+import { freePort, spawnServer, stopServer, waitHealthy } from "./processes.ts";
 
 // ---------------------------------------------------------------- the server subprocess
 
@@ -20,32 +22,35 @@ export interface ServerHandle {
   pid: number;
   adminToken: string;
   dataDir: string;
-  proc: ReturnType<typeof Bun.spawn>;
+  proc: Subprocess;
   /** SIGTERM (drains in-flight requests, 8 s at most) or SIGKILL; then removes the data directory. */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  const s = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = s.port!;
-  s.stop(true);
-  return port;
-}
-
-/** Starts `bun run SRC/src/server.ts` on a fresh data directory and an embedded database; resolves once /health answers. */
+/**
+ * Starts the server of the checkout `src` (processes.ts) on a fresh data directory, an embedded database and a free
+ * loopback port; resolves once /health answers. Its output goes to DATA_DIR/server.out and server.err.
+ */
 export async function startServer(src: string, extraEnv: Record<string, string> = {}): Promise<ServerHandle> {
   const dataDir = mkdtempSync(join(tmpdir(), "imghost-abuse-"));
   // an embedded PostgreSQL started by root runs as the user `postgres`, which must be able to reach the directory
   chmodSync(dataDir, 0o711);
   const port = await freePort();
   const adminToken = `bench-${Bun.randomUUIDv7("hex")}`.slice(0, 40).padEnd(40, "x");
-  const env: Record<string, string | undefined> = { ...process.env };
-  for (const k of ["DATABASE_URL", "ADMIN_TOKEN", "BASE_URL", "TRUST_PROXY", "PORT", "HOST", "DATA_DIR"]) delete env[k];
-  const proc = Bun.spawn(["bun", "run", join(src, "src/server.ts")], {
+  const proc = spawnServer({
     cwd: src,
-    env: { ...env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", ADMIN_TOKEN: adminToken, ...extraEnv },
-    stdout: Bun.file(join(dataDir, "server.out")),
-    stderr: Bun.file(join(dataDir, "server.err")),
+    argv: ["bun", "run", join(src, "src/server.ts")],
+    env: {
+      BASE_URL: undefined,
+      TRUST_PROXY: undefined,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      ADMIN_TOKEN: adminToken,
+      ...extraEnv,
+    },
+    stdout: { file: join(dataDir, "server.out") },
+    stderr: { file: join(dataDir, "server.err") },
   });
   const stop = async (signal: "SIGTERM" | "SIGKILL" = "SIGTERM") => {
     if (proc.exitCode !== null || proc.signalCode !== null) {
@@ -56,32 +61,17 @@ export async function startServer(src: string, extraEnv: Record<string, string> 
       );
     } else {
       const descendants = processTree(proc.pid).slice(1); // an embedded database's processes
-      proc.kill(signal);
-      const exited = await Promise.race([proc.exited.then(() => true), Bun.sleep(8000).then(() => false)]);
-      if (!exited) {
-        proc.kill("SIGKILL");
-        await proc.exited;
-      }
+      await stopServer(proc, signal, 8000);
       // they stop with their parent (or on its death signal): wait, so that they write nothing after the removal
       for (const deadline = Date.now() + 10_000; Date.now() < deadline && descendants.some((p) => existsSync(`/proc/${p}`)); ) await Bun.sleep(50);
     }
     rmSync(dataDir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (proc.exitCode !== null) {
-      const err = existsSync(join(dataDir, "server.err")) ? readFileSync(join(dataDir, "server.err"), "utf8") : "";
-      rmSync(dataDir, { recursive: true, force: true });
-      throw new Error(`server from ${src} exited with ${proc.exitCode}: ${err.slice(-2000)}`);
-    }
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).status === 200) break;
-    } catch {}
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`server from ${src} did not become healthy within 60 s`);
-    }
-    await Bun.sleep(100);
+  try {
+    await waitHealthy(proc, `http://127.0.0.1:${port}`, 60_000);
+  } catch (e) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw new Error(`server from ${src}: ${(e as Error).message}`);
   }
   return { src, port, pid: proc.pid, adminToken, dataDir, proc, stop };
 }

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { groups, strategies } from "../../src/db/schema.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
+import { freePort } from "../support/processes.ts";
 import { expectStatus } from "../support/status.ts";
 import { visitorClass } from "../support/visitor.ts";
 
@@ -572,9 +573,7 @@ describe("strategies", () => {
     expect(brokenHtml).toMatch(/<p class="notice error" role="alert">Test of strategy #\d+ [^<]*its storage is not writable: path is not a directory\./);
 
     // an S3 endpoint on a closed loopback port
-    const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-    const port = closed.port;
-    closed.stop(true);
+    const port = await freePort();
     const s3 = await ctx.admin("POST", "/api/admin/strategies", {
       name: uniqueName("s3"),
       driver: "s3",
