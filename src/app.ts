@@ -16,7 +16,7 @@ import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
 import { buildServices, type Services } from "./services/index.ts";
 
-export const apiInfo = {
+const apiInfo = {
   title: "Image Hosting API",
   version: "1.0.0",
   // SPDX `identifier` is 3.1 only: buildDocument gives the 3.0 document `url` instead

@@ -4,7 +4,7 @@ import { parseKey } from "./webhooks/secret-box.ts";
 import { LOG_LEVELS } from "./observability/log.ts";
 
 /** Whether the runtime knows `name` as an IANA time zone (or an offset zone like UTC, Etc/GMT+2). */
-export function isTimeZone(name: string): boolean {
+function isTimeZone(name: string): boolean {
   try {
     new Intl.DateTimeFormat("en", { timeZone: name });
     return true;

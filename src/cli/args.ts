@@ -35,7 +35,7 @@ export function scanCommandLine(argv: string[], everyOption: Iterable<string>): 
   return { words: positionals.slice(0, 2), help: values.help === true };
 }
 
-export interface CommandArgs {
+interface CommandArgs {
   args: Record<string, string>;
   /** By snake_case name */
   options: Record<string, string>;

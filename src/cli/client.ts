@@ -30,7 +30,7 @@ function resolveBaseUrl(env: Env): string {
  * from the user database (/etc/passwd, else `id -un`), not from $USER, which sudo and su may leave as it was (and
  * which Bun's os.userInfo() reads).
  */
-export function currentUser(): string {
+function currentUser(): string {
   const uid = process.getuid?.();
   if (uid === undefined) return userInfo().username;
   const name = nameInPasswd(uid) ?? nameFromId();

@@ -3,7 +3,7 @@ import type { AdminApi } from "./client.ts";
 import { usageError } from "./errors.ts";
 import type { Output } from "./output.ts";
 
-export interface Invocation<A extends string, O extends string> {
+interface Invocation<A extends string, O extends string> {
   /** The command as typed, e.g. `group set`, for messages. */
   name: string;
   args: Record<A, string>;

@@ -165,7 +165,7 @@ export async function attachEmbedded(dataDir: string): Promise<{ connection: Con
 const lockedHere = new Set<string>();
 
 /** DATA_DIR is locked by another live process (a server, or a tool such as `backup create`). */
-export class DirectoryInUse extends Error {
+class DirectoryInUse extends Error {
   constructor(
     message: string,
     readonly pid: number,

@@ -27,8 +27,8 @@ export const settings = pgTable("settings", {
   registrationEnabled: boolean("registration_enabled").notNull().default(false),
 });
 
-export type ReviewProvider = "none" | "webhook";
-export type UserRole = "user" | "admin";
+type ReviewProvider = "none" | "webhook";
+type UserRole = "user" | "admin";
 /** The format processing on upload converts to (issue 17 §2). */
 export type ConvertFormat = "webp" | "avif" | "jpeg";
 /** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata/policy.ts). */
@@ -81,7 +81,7 @@ export const groups = pgTable(
   ],
 );
 
-export type StrategyDriver = "local" | "s3";
+type StrategyDriver = "local" | "s3";
 
 export const strategies = pgTable("strategies", {
   id: serial("id").primaryKey(),
@@ -404,7 +404,7 @@ export const webhookEndpoints = pgTable(
   (t) => [index("webhook_endpoints_owner_idx").on(t.ownerId)],
 );
 
-export type DeliveryStatus = "pending" | "delivered" | "failed";
+type DeliveryStatus = "pending" | "delivered" | "failed";
 
 /**
  * Issue 19: one event for one endpoint, and the log of its attempts. The body is kept as sent (signatures cover its

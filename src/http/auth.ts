@@ -14,7 +14,7 @@ import type { AppEnv, RequestEnv, UserEnv } from "./types.ts";
 import { INT4_MAX } from "./validation.ts";
 import { servicesOf } from "../services/index.ts";
 
-export interface AccessRule {
+interface AccessRule {
   /** Temporary upload tokens are accepted (POST /upload only). */
   temporary: boolean;
   /** No credential means guest, when guest upload is enabled. */

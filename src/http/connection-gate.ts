@@ -1,14 +1,12 @@
 import { addressBucket } from "../services/address.ts";
 import { bodyReadWhole } from "./multipart.ts";
 
-export interface ConnectionLimits {
+interface ConnectionLimits {
   /** Requests one client address (an IPv6 /64) may have in progress at once. */
   perAddress: number;
   /** Requests the process has in progress at once, from everyone. */
   total: number;
 }
-
-export const defaultConnectionLimits: ConnectionLimits = { perAddress: 64, total: 4096 };
 
 /**
  * A refusal of a request whose body was not read to its end (refused before or while reading it: no credential,

@@ -7,7 +7,7 @@ import type { Actor } from "../services/audit.ts";
  */
 const INTERNAL = Symbol("internal admin call");
 
-export interface InternalCall {
+interface InternalCall {
   readonly [INTERNAL]: Actor;
 }
 

@@ -1,13 +1,13 @@
 import { AppError, badRequest } from "../errors.ts";
 
-export interface FilePart {
+interface FilePart {
   filename: string;
   /** The Content-Type the client declared for the part ("" when absent). */
   contentType: string;
   bytes: Uint8Array;
 }
 
-export interface MultipartBody {
+interface MultipartBody {
   fields: Map<string, string>;
   files: Map<string, FilePart>;
   /** Bytes of the body as received (readStagedMultipart). */
@@ -68,7 +68,7 @@ export class BodyTimeout extends AppError {
   }
 }
 
-export interface StagedRead {
+interface StagedRead {
   boundary: string;
   /** Most bytes read before the file part begins while the sender is still unknown. */
   preludeLimit: number;

@@ -10,7 +10,7 @@ import { servicesOf } from "../services/index.ts";
 /** Probes polled by load balancers and scrapers: logged at debug, not info, so they do not drown the access log. */
 const PROBES = new Set(["/health", "/health/ready", "/metrics"]);
 
-export interface RequestFacts {
+interface RequestFacts {
   requestId: string;
   method: string;
   route: string;
@@ -28,7 +28,7 @@ const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIO
 const methodLabel = (method: string) => (METHODS.has(method) ? method : "other");
 
 /** The access-log line and the request metrics of one answered request. */
-export function recordRequest(deps: Deps, log: Logger, facts: RequestFacts) {
+function recordRequest(deps: Deps, log: Logger, facts: RequestFacts) {
   const seconds = (performance.now() - facts.startedAt) / 1000;
   const metrics = servicesOf(deps).metrics;
   const method = methodLabel(facts.method);

@@ -27,7 +27,7 @@ const controlCharacter = /\p{Cc}/u;
  * character: its dotted path ("" for the input itself), or null when there is none. Walks arrays and plain
  * objects without recursion, so a deeply nested free-form value (a strategy's `config`) cannot exhaust the stack.
  */
-export function controlCharacterField(input: unknown): string | null {
+function controlCharacterField(input: unknown): string | null {
   const stack: [unknown, string][] = [[input, ""]];
   while (stack.length > 0) {
     const [value, path] = stack.pop()!;

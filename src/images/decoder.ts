@@ -25,7 +25,7 @@ const IDLE_EXIT_MS = 5 * 60_000;
  * the group's metadata policy is applied first, in this process and under the same budget, and the decode reads
  * the stripped bytes (one decode, never two).
  */
-export interface ThumbnailJob {
+interface ThumbnailJob {
   kind?: "thumbnail";
   id: number;
   path: string;
@@ -36,7 +36,7 @@ export interface ThumbnailJob {
 }
 
 /** The metadata policy alone (`images strip-metadata` on stored objects). */
-export interface StripJob {
+interface StripJob {
   kind: "strip";
   id: number;
   path: string;
@@ -45,7 +45,7 @@ export interface StripJob {
 }
 
 /** A variant (issue 17 §3): the image at `width` (never enlarged), encoded as `format` at `quality`. */
-export interface VariantJob {
+interface VariantJob {
   kind: "variant";
   id: number;
   path: string;
@@ -58,7 +58,7 @@ export interface VariantJob {
 }
 
 /** Processing on upload (issue 17 §2): the stored image made from the upload by the group's plan. */
-export interface ProcessJob {
+interface ProcessJob {
   kind: "process";
   id: number;
   path: string;

@@ -78,12 +78,12 @@ export function jpegScanCount(bytes: Uint8Array): number {
   return scans;
 }
 
-export const THUMBNAIL_BOX = 400;
+const THUMBNAIL_BOX = 400;
 /** Scans a JPEG may have: common encoders write up to about 12; more is refused before decoding. */
 export const MAX_JPEG_SCANS = 32;
 
 /** An image browsers display and that fits the thumbnail box is its own thumbnail; a TIFF never is (browsers cannot show it). */
-export const isOwnThumbnail = (size: { width: number; height: number }, mimetype: string) =>
+const isOwnThumbnail = (size: { width: number; height: number }, mimetype: string) =>
   size.width <= THUMBNAIL_BOX && size.height <= THUMBNAIL_BOX && mimetype !== "image/tiff";
 
 /**

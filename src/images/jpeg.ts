@@ -9,7 +9,7 @@
  */
 import { ContainerRefused, LIMITS, unitCap } from "./metadata/limits.ts";
 
-export interface JpegSegment {
+interface JpegSegment {
   marker: number;
   /** The 0xFF before the marker code. */
   at: number;

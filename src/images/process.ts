@@ -11,7 +11,7 @@ import { jpegQuality } from "./jpeg.ts";
 export const CONVERT_FORMATS = ["webp", "avif", "jpeg"] as const;
 export type ConvertFormat = (typeof CONVERT_FORMATS)[number];
 
-export interface ProcessingPolicy {
+interface ProcessingPolicy {
   /** Convert every upload in another format to this one; null: keep each upload's format. */
   convertFormat: ConvertFormat | null;
   /** The quality of a conversion (1-100; also of a WebP or AVIF re-encoded because it was downscaled). */
@@ -23,7 +23,7 @@ export interface ProcessingPolicy {
   jpegMaxQuality: number | null;
 }
 
-export type OutputFormat = "webp" | "avif" | "jpeg" | "png" | "gif" | "tiff";
+type OutputFormat = "webp" | "avif" | "jpeg" | "png" | "gif" | "tiff";
 
 const OWN_FORMAT: Record<string, OutputFormat> = {
   "image/jpeg": "jpeg",
@@ -33,7 +33,7 @@ const OWN_FORMAT: Record<string, OutputFormat> = {
   "image/avif": "avif",
   "image/tiff": "tiff",
 };
-export const OUTPUT: Record<OutputFormat, { mimetype: string; extension: string }> = {
+const OUTPUT: Record<OutputFormat, { mimetype: string; extension: string }> = {
   webp: { mimetype: "image/webp", extension: "webp" },
   avif: { mimetype: "image/avif", extension: "avif" },
   jpeg: { mimetype: "image/jpeg", extension: "jpg" },
@@ -62,7 +62,7 @@ export interface ProcessPlan {
 /** A JPEG downscaled without a quality to go by (no standard table 0) is re-encoded at this quality. */
 const UNKNOWN_JPEG_QUALITY = 90;
 
-export const processingIsOn = (p: ProcessingPolicy) => p.convertFormat !== null || p.maxWidth !== null || p.maxHeight !== null || p.jpegMaxQuality !== null;
+const processingIsOn = (p: ProcessingPolicy) => p.convertFormat !== null || p.maxWidth !== null || p.maxHeight !== null || p.jpegMaxQuality !== null;
 
 /**
  * The plan for an upload, or null when the group's processing leaves it as it is:

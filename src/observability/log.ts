@@ -16,11 +16,11 @@ import pino, { type DestinationStream, type Logger } from "pino";
 import pretty, { prettyFactory } from "pino-pretty";
 
 export type { Logger };
-export type LogFormat = "json" | "pretty";
+type LogFormat = "json" | "pretty";
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+type LogLevel = (typeof LOG_LEVELS)[number];
 
-export interface LogOptions {
+interface LogOptions {
   format: LogFormat;
   level: LogLevel;
   /** Where lines go (default: standard output). */
@@ -127,7 +127,7 @@ export function defaultLogger(): Logger {
 /** JSON unless standard output is a terminal. */
 export const defaultLogFormat = (): LogFormat => (process.stdout.isTTY ? "pretty" : "json");
 
-export function logOptionsFrom(env: Record<string, string | undefined>): LogOptions {
+function logOptionsFrom(env: Record<string, string | undefined>): LogOptions {
   const format = env.LOG_FORMAT === "json" || env.LOG_FORMAT === "pretty" ? env.LOG_FORMAT : defaultLogFormat();
   const level = (LOG_LEVELS as readonly string[]).includes(env.LOG_LEVEL ?? "") ? (env.LOG_LEVEL as LogLevel) : "info";
   return { format, level };

@@ -5,7 +5,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** Why an upload was refused: the steps of services/upload/ that can say no, plus the gates before it. */
-export const REFUSAL_REASONS = [
+const REFUSAL_REASONS = [
   "unauthenticated",
   "format",
   "too_large",

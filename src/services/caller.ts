@@ -12,7 +12,7 @@ export interface UserCaller {
 }
 
 /** No credential, where guest upload is enabled: the guest group's limits apply. */
-export interface GuestCaller {
+interface GuestCaller {
   kind: "guest";
   group: Group;
 }

@@ -13,7 +13,7 @@ const windows = [
   ["month", 30 * 86_400, "uploadsPerMonth"],
 ] as const;
 
-export const LOG_RETENTION_SECONDS = 31 * 86_400;
+const LOG_RETENTION_SECONDS = 31 * 86_400;
 
 const hasFrequencyLimit = (g: Group) => windows.some(([, , field]) => g[field] !== null);
 

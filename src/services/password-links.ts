@@ -15,7 +15,7 @@ export const PASSWORD_LINK_MS = 3_600_000;
 /** Links an account may have outstanding: a new one beyond ends the oldest. */
 const LINKS_PER_ACCOUNT = 5;
 
-export const passwordLinkUrl = (deps: Deps, token: string) => `${deps.config.baseUrl}/user/password/${token}`;
+const passwordLinkUrl = (deps: Deps, token: string) => `${deps.config.baseUrl}/user/password/${token}`;
 
 /** Makes a link for the account; null when there is no such account. */
 export async function createPasswordLink(deps: Deps, userId: number): Promise<{ url: string; expiresAt: Date } | null> {

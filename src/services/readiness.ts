@@ -34,7 +34,7 @@ export const PROBE_REASONS = [
   "endpoint refused the write",
   "write failed",
 ] as const;
-export type ProbeReason = (typeof PROBE_REASONS)[number];
+type ProbeReason = (typeof PROBE_REASONS)[number];
 
 export interface ProbeFailure {
   /** Said in the answer (the details stay in the log: paths, endpoints, the remote's text). */
@@ -67,7 +67,7 @@ const BY_CODE: Record<string, ProbeReason> = {
 };
 
 /** The fixed reason for a failed write: known error codes by name, any other error of a remote endpoint as such. */
-export function probeReason(e: unknown): ProbeReason {
+function probeReason(e: unknown): ProbeReason {
   const err = (e instanceof Error && e.cause !== undefined ? e.cause : e) as { code?: unknown; name?: unknown } | null;
   const code = typeof err?.code === "string" ? err.code : "";
   if (Object.hasOwn(BY_CODE, code)) return BY_CODE[code]!;
@@ -110,7 +110,7 @@ export interface StorageCheck {
 export type Readiness = { ready: true; storage: StorageCheck[] } | { ready: false; message: string };
 
 /** One probe round: the database, then every enabled strategy's storage at once. */
-export async function checkReadiness(deps: Deps): Promise<Readiness> {
+async function checkReadiness(deps: Deps): Promise<Readiness> {
   let strategies;
   try {
     strategies = (await listStrategies(deps.db)).filter((s) => s.enabled);

@@ -47,15 +47,15 @@ import { LEASE_SECONDS } from "./limits.ts";
  */
 
 /** How often each instance's worker looks for due removals. */
-export const REMOVAL_POLL_MS = 1_000;
+const REMOVAL_POLL_MS = 1_000;
 /** Rows one worker transaction takes. */
 const BATCH = 50;
 /** The longest wait between two tries of a removal the storage keeps refusing. */
-export const MAX_RETRY_SECONDS = 300;
+const MAX_RETRY_SECONDS = 300;
 /** The wait after the (attempts + 1)-th failure: 1 s, 2 s, 4 s … 300 s. */
 export const retryDelaySeconds = (attempts: number) => Math.min(2 ** attempts, MAX_RETRY_SECONDS);
 
-export interface RemovalOutcome {
+interface RemovalOutcome {
   removed: number;
   failed: number;
 }
@@ -163,7 +163,7 @@ export function startRemovals(deps: Deps, intervalMs = REMOVAL_POLL_MS) {
 }
 
 /** An upload's planned objects, held as pending removals under its lease. */
-export interface UploadObjectsLease {
+interface UploadObjectsLease {
   ids: number[];
   /** Stops renewing (the upload is over, recorded or not). */
   stop(): void;

@@ -24,8 +24,8 @@ export const SESSION_MAX_MS = 30 * 86_400_000;
 const TOUCH_EVERY_MS = 60_000;
 
 /** An administrator's session ends sooner (issue 18): after 30 minutes without use, 12 hours after sign-in. */
-export const ADMIN_SESSION_IDLE_MS = 30 * 60_000;
-export const ADMIN_SESSION_MAX_MS = 12 * 3_600_000;
+const ADMIN_SESSION_IDLE_MS = 30 * 60_000;
+const ADMIN_SESSION_MAX_MS = 12 * 3_600_000;
 
 type Role = "user" | "admin";
 const limitsOf = (role: Role = "user") =>
@@ -38,10 +38,10 @@ const idleEnd = (session: Pick<Session, "createdAt">, now: Date, role?: Role) =>
 export const SESSIONS_PER_ACCOUNT = 20;
 
 /** The longest User-Agent kept with a session (characters). */
-export const USER_AGENT_MAX = 300;
+const USER_AGENT_MAX = 300;
 
 /** The browser's User-Agent as a session keeps it: control characters removed, at most USER_AGENT_MAX characters. */
-export function cleanUserAgent(header: string | undefined | null): string {
+function cleanUserAgent(header: string | undefined | null): string {
   return [...(header ?? "").replace(/\p{Cc}/gu, "").trim()].slice(0, USER_AGENT_MAX).join("").trim();
 }
 

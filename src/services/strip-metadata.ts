@@ -18,7 +18,7 @@ import { logFor } from "../observability/log.ts";
 
 export const STRIP_BATCH_MAX = 500;
 
-export interface StripItem {
+interface StripItem {
   id: number;
   key: string;
   path: string;

@@ -169,7 +169,7 @@ export async function revokeAllTokensOf(tx: Executor, userId: number, at: Date, 
 export const pruneDeadTokens = (db: Executor, now: Date) => deleteDeadTokens(db, new Date(now.getTime() - TOKEN_LIMITS.keepDeadMs));
 
 /** How often a token's last use is written: at most once a minute per token and instance. */
-export const TOKEN_USE_INTERVAL_MS = 60_000;
+const TOKEN_USE_INTERVAL_MS = 60_000;
 const MAX_REMEMBERED = 100_000;
 
 /**

@@ -13,7 +13,7 @@ import { emitUserDisabled } from "./events.ts";
 import { hashPassword } from "./passwords.ts";
 import { revokeAllTokensOf } from "./tokens.ts";
 
-export interface NewAccount {
+interface NewAccount {
   username: string;
   email: string;
   name?: string;
@@ -24,7 +24,7 @@ export interface NewAccount {
   role?: "user" | "admin";
 }
 
-export interface AccountChange {
+interface AccountChange {
   enabled?: boolean;
   groupId?: number;
   capacityKb?: number | null;

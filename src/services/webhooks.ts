@@ -42,7 +42,7 @@ export interface EndpointInput {
 }
 
 /** The refusal of an address that is not public, on the form and in the API: it never names what a host resolved to. */
-export const NOT_PUBLIC_REFUSAL = `${NOT_PUBLIC.charAt(0).toUpperCase()}${NOT_PUBLIC.slice(1)}.`.replace(/^The address/, "This address");
+const NOT_PUBLIC_REFUSAL = `${NOT_PUBLIC.charAt(0).toUpperCase()}${NOT_PUBLIC.slice(1)}.`.replace(/^The address/, "This address");
 
 /**
  * The hosts beyond the public addresses an endpoint of this scope may reach: WEBHOOK_ALLOW's for the site-wide

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { AppError } from "../errors.ts";
 import { DecoderPool } from "../images/decoder.ts";
 
-export interface WorkQueueLimits {
+interface WorkQueueLimits {
   /** Jobs running at once. */
   concurrency: number;
   /** Jobs one subject (an account, or a guest's address) may have waiting. */
@@ -92,7 +92,7 @@ const busy = (code: "bad_request" | "unavailable", message: string) => new AppEr
  * serves every other image inspection and file write: a decode running on each of its threads would make the
  * other callers' cheap steps wait behind it. So at most pool − 1 decodes run at once, and no more than cores.
  */
-export const defaultWorkQueueLimits = (): WorkQueueLimits => {
+const defaultWorkQueueLimits = (): WorkQueueLimits => {
   const cores = Math.max(1, availableParallelism());
   const pool = Number(process.env.UV_THREADPOOL_SIZE) || cores;
   return { concurrency: Math.max(1, Math.min(cores, pool - 1)), waitingPerSubject: 8, waiting: 256 };

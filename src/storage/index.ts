@@ -25,7 +25,7 @@ export const s3ConfigSchema = z.object({
   url: z.url().describe("Public address prefix of the bucket"),
 });
 
-export interface StorageContext {
+interface StorageContext {
   dataDir: string;
   baseUrl: string;
 }

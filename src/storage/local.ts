@@ -3,7 +3,7 @@ import { dirname, resolve, sep } from "node:path";
 import { localIdentity } from "./location.ts";
 import { type Storage, StorageError, type StoredObject } from "./storage.ts";
 
-export interface LocalConfig {
+interface LocalConfig {
   root: string;
   /** Public prefix, e.g. https://img.example.com/i */
   publicUrl: string;

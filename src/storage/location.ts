@@ -18,7 +18,7 @@
 import { lstat, realpath, stat } from "node:fs/promises";
 import { basename, dirname, resolve, sep } from "node:path";
 
-export interface LocalIdentity {
+interface LocalIdentity {
   kind: "local";
   /** The root's real path (symlinks and `..` resolved; parts not created yet appended as written). */
   real: string;
@@ -30,7 +30,7 @@ export interface LocalIdentity {
   chain: Map<string, string[]>;
 }
 
-export interface S3Identity {
+interface S3Identity {
   kind: "s3";
   /** Normalised endpoint and bucket, e.g. `loopback:9000/images` or `s3.eu-west-1.amazonaws.com:443/images`. */
   store: string;

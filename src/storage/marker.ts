@@ -25,7 +25,7 @@ export function markerText(id: string): string {
 }
 
 /** The marker of a storage whose objects a database refused as not its own: their database is to be named by hand. */
-export function unknownMarkerText(refusedBy: string, at: Date): string {
+function unknownMarkerText(refusedBy: string, at: Date): string {
   return (
     "image-host-database: unknown\n" +
     `# On ${at.toISOString()} the image host with database ${refusedBy} found objects here that its records do not name, and moved nothing.\n` +
@@ -33,7 +33,7 @@ export function unknownMarkerText(refusedBy: string, at: Date): string {
   );
 }
 
-export function parseMarker(text: string): MarkerState {
+function parseMarker(text: string): MarkerState {
   if (/^image-host-database: unknown\s*$/m.test(text)) return { kind: "unknown", text: text.slice(0, 400) };
   const id = text.match(/^image-host-database: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\s*$/m)?.[1];
   return id ? { kind: "names", id } : { kind: "unreadable", text: text.slice(0, 200) };

@@ -2,7 +2,7 @@ import { S3Client } from "bun";
 import { normaliseKeyPrefix, s3Identity } from "./location.ts";
 import { type Storage, StorageError, type StoredObject } from "./storage.ts";
 
-export interface S3Config {
+interface S3Config {
   bucket: string;
   endpoint?: string;
   region?: string;

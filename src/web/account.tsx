@@ -29,7 +29,7 @@ import { BASE, clearSessionCookie, requireSession, type SignedIn, type SignedInE
 import { servicesOf } from "../services/index.ts";
 
 /** Wrong current passwords per account on these forms: 5 at once, then one a minute (a stolen session cannot guess on). */
-export const PASSWORD_CHANGE_FAILURES: ThrottleLimits = { burst: 5, perMinute: 1 };
+const PASSWORD_CHANGE_FAILURES: ThrottleLimits = { burst: 5, perMinute: 1 };
 
 /** The longest email, as on sign-up. */
 const EMAIL_MAX = 254;

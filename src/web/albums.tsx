@@ -12,8 +12,8 @@ import { formField, readForm } from "./form.ts";
 import { Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
-export const MAX_ALBUM_NAME = 100;
-export const AlbumName = z
+const MAX_ALBUM_NAME = 100;
+const AlbumName = z
   .string()
   .trim()
   .min(1, "Give the album a name.")

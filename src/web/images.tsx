@@ -31,7 +31,7 @@ import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } fr
 const PER_PAGE_DEFAULT = 30;
 const PER_PAGE_CHOICES = [12, 30, 60, 100];
 /** The longest search, in characters. */
-export const Q_MAX = 100;
+const Q_MAX = 100;
 
 /** The API's bounds (per_page 1–100, default 30; page from 1); what is not a number in range falls back to the default. */
 function pageQuery(perPage: string | undefined, page: string | undefined) {
@@ -43,7 +43,7 @@ function pageQuery(perPage: string | undefined, page: string | undefined) {
 }
 
 /** The `album` query: an album id, "none" (images in no album) or absent (all: undefined); anything else is all. */
-export function albumQuery(value: string | undefined): number | null | undefined {
+function albumQuery(value: string | undefined): number | null | undefined {
   if (value === "none") return null;
   const id = value !== undefined && /^\d{1,10}$/.test(value) ? Number(value) : NaN;
   return id >= 1 && id <= 2_147_483_647 ? id : undefined;
@@ -98,7 +98,7 @@ export function safeBack(back: string | undefined, fallback = `${BASE}/images?pa
 }
 
 /** The address with `name=value` appended: what happened, for the page's notice. */
-export const withNotice = (href: string, name: string, value: string | number) => `${href}${href.includes("?") ? "&" : "?"}${name}=${value}`;
+const withNotice = (href: string, name: string, value: string | number) => `${href}${href.includes("?") ? "&" : "?"}${name}=${value}`;
 
 /** The selected keys: at least one, at most MOVE_MAX (a 400 otherwise). */
 export function selectedKeys(body: FormFields, verb: string): string[] {
@@ -277,7 +277,7 @@ function notices(query: (name: string) => string | undefined) {
  */
 const COUNT_CAP = 300;
 /** How far a filtered list's page counts its images: one past the cap, or past the page's last image. */
-export const countUpTo = (page: number, perPage: number) => Math.max(COUNT_CAP, page * perPage) + 1;
+const countUpTo = (page: number, perPage: number) => Math.max(COUNT_CAP, page * perPage) + 1;
 
 async function renderList(c: Context<SignedInEnv>) {
   const signedIn = c.get("signedIn");

@@ -47,7 +47,7 @@ const CONTENT_SECURITY_POLICY = [
 /** The page's scripts ask for JSON (the upload token); everything else is a page. */
 const wantsJson = (accept: string | undefined) => !!accept && accept.includes("application/json") && !accept.includes("text/html");
 
-export function createWebApp() {
+function createWebApp() {
   const web = new Hono<WebEnv>();
 
   web.use("*", async (c, next) => {

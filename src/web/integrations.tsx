@@ -24,7 +24,7 @@ import { CopyButton, Field, FormToken, Layout, Notice, SecretValue } from "./lay
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 /** What the settings hold where the user's token goes, when the page did not just make one. */
-export const TOKEN_PLACEHOLDER = "PASTE-YOUR-TOKEN-HERE";
+const TOKEN_PLACEHOLDER = "PASTE-YOUR-TOKEN-HERE";
 /** The ShareX version the .sxcu file declares: its `{json:…}` syntax (ShareX 14+) is used as is. */
 const SHAREX_VERSION = "15.0.0";
 /** Albums offered in the options at most. */
@@ -64,10 +64,10 @@ function extraFields(o: Options): [string, string][] {
 }
 
 /** A word for a POSIX shell, single-quoted. */
-export const shQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
+const shQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
 
 /** ShareX's custom uploader (https://getsharex.com/docs/custom-uploader), as its "Export" writes a .sxcu file. */
-export function sharexUploader(s: Settings) {
+function sharexUploader(s: Settings) {
   const fields = extraFields(s.options);
   return {
     Version: SHAREX_VERSION,
@@ -86,7 +86,7 @@ export function sharexUploader(s: Settings) {
 }
 
 /** PicGo's `picBed` section for picgo-plugin-lankong (its "V2" is Lsky Pro 2's API, /api/v1, which this one is). */
-export function picgoConfig(s: Settings) {
+function picgoConfig(s: Settings) {
   return {
     picBed: {
       uploader: "lankong",
@@ -107,7 +107,7 @@ export function picgoConfig(s: Settings) {
 }
 
 /** PicList's `picBed` section for its built-in Lsky Pro uploader (lskyplist, a port of the same plugin). */
-export function piclistConfig(s: Settings) {
+function piclistConfig(s: Settings) {
   return {
     picBed: {
       uploader: "lskyplist",
@@ -125,7 +125,7 @@ export function piclistConfig(s: Settings) {
 }
 
 /** uPic's custom host, field by field as its preferences name them. */
-export function upicHost(s: Settings) {
+function upicHost(s: Settings) {
   return {
     url: uploadUrl(s),
     method: "POST",
@@ -138,7 +138,7 @@ export function upicHost(s: Settings) {
 }
 
 /** One line; `screenshot.png` is the file to send. */
-export function curlCommand(s: Settings) {
+function curlCommand(s: Settings) {
   const fields = extraFields(s.options)
     .map(([k, v]) => ` -F ${shQuote(`${k}=${v}`)}`)
     .join("");

@@ -26,7 +26,7 @@ import { servicesOf } from "../services/index.ts";
  * Failed sign-ins per login, whatever the address: 10 at once, then one every 30 seconds. With the per-address
  * throttle of the API (30 at once, then one every 2 s), guessing a password stays slow from one address and from many.
  */
-export const ACCOUNT_SIGN_IN_FAILURES: ThrottleLimits = { burst: 10, perMinute: 2 };
+const ACCOUNT_SIGN_IN_FAILURES: ThrottleLimits = { burst: 10, perMinute: 2 };
 
 /**
  * The key of the per-account throttle: the login as typed, trimmed and lower-cased (sign-in ignores the case of
@@ -35,7 +35,7 @@ export const ACCOUNT_SIGN_IN_FAILURES: ThrottleLimits = { burst: 10, perMinute: 
  * username owns which email; keyed by what was typed, a known and an unknown login answer the same way. An account
  * can be guessed at through its two spellings: 20 failures at once, then 2 every 30 seconds.
  */
-export const accountKey = (login: string) => `login:${login.trim().toLowerCase()}`;
+const accountKey = (login: string) => `login:${login.trim().toLowerCase()}`;
 
 const MAX_LOGIN = 254;
 const MAX_PASSWORD = 200;

@@ -15,10 +15,10 @@ import { readForm } from "./form.ts";
 
 /** Every page of the user center lives under this path, and so does its cookie: the API and the images never see it. */
 export const BASE = "/user";
-export const COOKIE = "ih_session";
+const COOKIE = "ih_session";
 /** The form field and the header that carry the session's form token. */
 export const FORM_TOKEN_FIELD = "_csrf";
-export const FORM_TOKEN_HEADER = "x-csrf-token";
+const FORM_TOKEN_HEADER = "x-csrf-token";
 
 export interface SignedIn {
   secret: string;

@@ -26,7 +26,7 @@ const Label = z
 type Listed = Awaited<ReturnType<typeof listActiveTokensForOwner>>["rows"][number];
 
 /** Tokens listed per page of the API Tokens page. */
-export const TOKENS_PER_PAGE = 50;
+const TOKENS_PER_PAGE = 50;
 
 interface Listing {
   tokens: Listed[];
@@ -51,7 +51,7 @@ interface Shown {
  * How a token is named on the page and in the revoke confirmations: its label and id, or, without a label,
  * "Token #<id>, created <date>" (UTC) so that tokens without one can be told apart.
  */
-export function tokenName(t: { id: number; label: string | null; createdAt: Date }): string {
+function tokenName(t: { id: number; label: string | null; createdAt: Date }): string {
   return t.label ? `“${t.label}” (#${t.id})` : `Token #${t.id}, created ${formatUtc(t.createdAt)}`;
 }
 

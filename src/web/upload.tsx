@@ -21,7 +21,7 @@ import { BASE, requireSession, type WebEnv } from "./session.ts";
 const ALBUMS_LISTED = ALBUMS_PER_ACCOUNT;
 
 /** How long the page's upload token lives (never beyond the session): long enough for a batch, short if it leaks. */
-export const PAGE_TOKEN_SECONDS = 15 * 60;
+const PAGE_TOKEN_SECONDS = 15 * 60;
 
 function duration(seconds: number): string {
   if (seconds % 86_400 === 0) return `${seconds / 86_400} day${seconds === 86_400 ? "" : "s"}`;
@@ -34,9 +34,9 @@ function duration(seconds: number): string {
  * The one unit of sizes on the upload page (the limit, each file, each refusal): MB when the group's limit is at
  * least 1 MB, else KB; one decimal (units of 1024, as the API's KB). upload.js writes sizes the same way.
  */
-export const sizeUnitFor = (maxBytes: number): "MB" | "KB" => (maxBytes >= 1024 * 1024 ? "MB" : "KB");
+const sizeUnitFor = (maxBytes: number): "MB" | "KB" => (maxBytes >= 1024 * 1024 ? "MB" : "KB");
 
-export function sizeIn(bytes: number, unit: "MB" | "KB"): string {
+function sizeIn(bytes: number, unit: "MB" | "KB"): string {
   const value = bytes / (unit === "MB" ? 1024 * 1024 : 1024);
   return `${value.toFixed(1)} ${unit}`;
 }

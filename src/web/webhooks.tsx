@@ -53,7 +53,7 @@ import { FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 /** What a user's endpoint may ask for: user.disabled goes to the site-wide endpoints only. */
-export const USER_EVENTS = EVENT_TYPES.filter((e) => e !== "user.disabled") as EventType[];
+const USER_EVENTS = EVENT_TYPES.filter((e) => e !== "user.disabled") as EventType[];
 
 const EVENT_HINTS: Record<EventType, string> = {
   "image.uploaded": "an image was uploaded",
@@ -136,7 +136,7 @@ interface Secret {
 // ---- pieces ----------------------------------------------------------------------------------------------------
 
 /** The endpoint's state, in words the owner notices: disabled with its reason, or failing since when. */
-export function EndpointStatus({ e }: { e: EndpointView }) {
+function EndpointStatus({ e }: { e: EndpointView }) {
   if (!e.enabled) {
     return (
       <span class="webhook-status disabled" data-testid="endpoint-status">
@@ -781,7 +781,7 @@ export function registerWebhookPages(web: Hono<WebEnv>, area: WebhookArea) {
 const NO_SUCH_DELIVERY = "There is no such delivery, or it is still pending.";
 
 /** The service layer in a scope: the user center's backend (the account's own endpoints). */
-export function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope): WebhookBackend {
+function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope): WebhookBackend {
   return {
     list: (c) => listEndpoints(c.get("deps").db, scope(c)),
     create: (c, input) => createEndpoint(c.get("deps"), scope(c), input),
@@ -808,7 +808,7 @@ export function serviceBackend(scope: (c: Context<SignedInEnv>) => EndpointScope
 }
 
 /** The user center's page: the account's own endpoints. */
-export const userArea: WebhookArea = {
+const userArea: WebhookArea = {
   base: `${BASE}/webhooks`,
   backend: serviceBackend((c) => ({ ownerId: c.get("signedIn").user.id })),
   events: USER_EVENTS,

@@ -32,7 +32,7 @@ export type Resolver = (hostname: string) => Promise<string[]>;
  * and `shown`, for the endpoint's owner (it never does: a user must not learn through us what an internal name
  * resolves to).
  */
-export type Destination = { ok: true; address: string; family: 4 | 6 } | { ok: false; reason: string; shown: string };
+type Destination = { ok: true; address: string; family: 4 | 6 } | { ok: false; reason: string; shown: string };
 
 /** What the owner of an endpoint is told of an address that is not public, whatever it is. */
 export const NOT_PUBLIC = "the address is private or internal; webhooks can only be sent to public addresses";

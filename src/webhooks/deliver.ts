@@ -49,7 +49,7 @@ export async function sweepLeases(deps: Pick<Deps, "db" | "config">): Promise<nu
   ).length;
 }
 
-export type AttemptOutcome = "delivered" | "retry" | "failed" | "waiting" | "skipped" | "sending";
+type AttemptOutcome = "delivered" | "retry" | "failed" | "waiting" | "skipped" | "sending";
 
 /** The statement that puts delivery `id`'s job back, due in `ms` from the database's now. */
 const jobIn = (id: number, ms: number) =>

@@ -17,7 +17,7 @@ import type { Strategy } from "../db/repositories/strategies.ts";
 /** The job an earlier version added per event (its deliveries made later): still run for jobs left queued by it. */
 export const EVENT_JOB = "webhook_event";
 
-export interface EventInput {
+interface EventInput {
   type: EventType;
   /** The account whose endpoints receive it besides the site-wide ones; null: the site-wide endpoints only. */
   ownerId: number | null;
@@ -46,7 +46,7 @@ export async function emitEvent(tx: Executor, event: EventInput): Promise<void> 
 }
 
 /** Where an image is served: its original and thumbnail (on its strategy) and its variants (on this server). */
-export function imageAddresses(
+function imageAddresses(
   image: Pick<ImageRow, "path" | "thumbnailPath" | "width" | "mimetype">,
   strategy: Pick<Strategy, "id" | "driver" | "config">,
   storage: StorageRegistry,

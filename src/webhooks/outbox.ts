@@ -21,8 +21,7 @@ export interface EventJob {
 export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
 
 /** The body every endpoint receives for an event: Standard Webhooks' `{type, timestamp, data}`. */
-export const eventBody = (event: Pick<EventJob, "type" | "timestamp" | "data">) =>
-  JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
+const eventBody = (event: Pick<EventJob, "type" | "timestamp" | "data">) => JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
 
 /** The statement adding the job that makes delivery `id` (a SQL expression) be attempted at `runAt` (null: now). */
 export const deliverJob = (id: ReturnType<typeof sql>, runAt: Date | null = null) =>

@@ -26,7 +26,7 @@ import { DELIVER_JOB, type EventJob, fanOut, rowsOf } from "./outbox.ts";
 import { drainSends } from "./slots.ts";
 import { EVENT_JOB } from "./events.ts";
 
-export function pgPool(connection: Connection, max: number): pg.Pool {
+function pgPool(connection: Connection, max: number): pg.Pool {
   const options =
     typeof connection === "string"
       ? { connectionString: connection }
@@ -116,7 +116,7 @@ async function requeueOverdue(deps: Deps) {
   if (requeued > 0) logFor(deps).info({ deliveries: requeued }, `job queue: ${requeued} overdue pending deliveries queued again`);
 }
 
-export interface QueueOptions {
+interface QueueOptions {
   /** Jobs run at once by this instance. A job admits and starts a send, then ends: sends in flight are bounded by deliver.ts, not by this. */
   concurrency: number;
   /** Connections of the queue's own pool. */

@@ -15,7 +15,7 @@ export interface SecretBox {
   keyId: string;
 }
 
-export class ForeignKeyError extends Error {}
+class ForeignKeyError extends Error {}
 
 export function secretBox(key: Buffer): SecretBox {
   if (key.length !== 32) throw new Error("The webhook secret key must be 32 bytes.");

@@ -19,7 +19,7 @@ export type SendResult =
   | { kind: "refused"; reason: string; ms: number; shown: string }
   | { kind: "failed"; reason: string; ms: number; shown?: string };
 
-export interface SendRequest {
+interface SendRequest {
   url: string;
   headers: Record<string, string>;
   body: string;

@@ -131,6 +131,3 @@ export async function drainSends(): Promise<void> {
     sends.stopping = false;
   }
 }
-
-/** Sends in flight from this instance (metrics, tests). */
-export const sendsInFlight = () => sends.deliveries.size;

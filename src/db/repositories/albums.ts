@@ -31,7 +31,7 @@ export async function listAlbumsWithCounts(db: Executor, ownerId: number): Promi
     .limit(ALBUMS_PER_ACCOUNT);
 }
 
-export type AlbumRefusal = "limit" | "missing";
+type AlbumRefusal = "limit" | "missing";
 
 /**
  * Creates an album under the account's cap, in one transaction with the owner's album counter: the owner's row is

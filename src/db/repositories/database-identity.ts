@@ -20,10 +20,8 @@ export function parseDatabaseId(comment: string | null | undefined): string | nu
   return found && ID.test(found) ? found : null;
 }
 
-export const isDatabaseId = (value: string) => ID.test(value);
-
 /** The comment statement for `id` (checked first: it is written into the statement, comments take no parameters). */
-export function commentStatement(id: string): string {
+function commentStatement(id: string): string {
   if (!ID.test(id)) throw new Error(`not a database id: ${JSON.stringify(id)}`);
   return (
     `comment on table public.settings is '${PREFIX}${id} ` +

@@ -4,7 +4,7 @@ import { groupStrategies, groups } from "../schema.ts";
 import { GROUP_STRATEGIES_MAX } from "./strategies.ts";
 
 export type Group = typeof groups.$inferSelect;
-export type NewGroup = typeof groups.$inferInsert;
+type NewGroup = typeof groups.$inferInsert;
 export type GroupWithStrategies = Group & { strategyIds: number[] };
 
 export async function getGroup(db: Executor, id: number): Promise<Group | null> {

@@ -4,7 +4,7 @@ import type { Executor, Tx } from "../client.ts";
 import { albums, images, strategies, users } from "../schema.ts";
 
 export type ImageRow = typeof images.$inferSelect;
-export type NewImage = typeof images.$inferInsert;
+type NewImage = typeof images.$inferInsert;
 
 /** The image with this key (or stored file name) if the owner owns it; a foreign image looks missing. */
 export async function findImageForOwner(db: Executor, keyOrName: string, ownerId: number, lock = false) {

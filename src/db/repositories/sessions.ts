@@ -4,7 +4,7 @@ import { prepared } from "./prepared.ts";
 import { albums, groups, passwordLinks, sessions, users } from "../schema.ts";
 
 export type Session = typeof sessions.$inferSelect;
-export type NewSession = typeof sessions.$inferInsert;
+type NewSession = typeof sessions.$inferInsert;
 
 export async function insertSession(db: Executor, values: NewSession): Promise<Session> {
   const [row] = await db.insert(sessions).values(values).returning();
@@ -86,12 +86,6 @@ export async function lockSessionsOfUser(tx: Executor, userId: number) {
 export async function trimSessionsOfUser(tx: Executor, userId: number, keep: number) {
   const kept = tx.select({ id: sessions.id }).from(sessions).where(eq(sessions.userId, userId)).orderBy(desc(sessions.id)).limit(keep);
   await tx.delete(sessions).where(and(eq(sessions.userId, userId), notInArray(sessions.id, kept)));
-}
-
-/** How many sessions the account has (expired ones not yet forgotten included). */
-export async function countSessionsOfUser(db: Executor, userId: number): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(sessions).where(eq(sessions.userId, userId));
-  return row?.n ?? 0;
 }
 
 /**

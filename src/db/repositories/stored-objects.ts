@@ -3,7 +3,7 @@ import type { Db, Executor, Tx } from "../client.ts";
 import { images, imageVariants, pendingRemovals, type RemovalReason, strategies } from "../schema.ts";
 
 /** The objects a record names: its image and, when it has one, its thumbnail. */
-export interface RecordedObjects {
+interface RecordedObjects {
   id: number;
   key: string;
   strategyId: number;
@@ -55,7 +55,7 @@ export async function existingRecordIds(db: Executor, ids: number[]): Promise<Se
   return new Set(rows.map((r) => r.id));
 }
 
-export type PendingRemoval = typeof pendingRemovals.$inferSelect;
+type PendingRemoval = typeof pendingRemovals.$inferSelect;
 
 /** The database's clock `seconds` from now: due times are compared on one clock, whichever instance wrote them. */
 const fromNow = (seconds: number) => sql`now() + make_interval(secs => ${seconds}::double precision)`;

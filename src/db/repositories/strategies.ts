@@ -4,7 +4,7 @@ import type { Db, Executor } from "../client.ts";
 import { groupStrategies, strategies } from "../schema.ts";
 
 export type Strategy = typeof strategies.$inferSelect;
-export type NewStrategy = typeof strategies.$inferInsert;
+type NewStrategy = typeof strategies.$inferInsert;
 
 /**
  * The most strategies a group may list (the admin API refuses more with 422): what a group's usable strategies are

@@ -5,7 +5,7 @@ import { prepared } from "./prepared.ts";
 import { albums, users } from "../schema.ts";
 
 export type User = typeof users.$inferSelect;
-export type NewUser = typeof users.$inferInsert;
+type NewUser = typeof users.$inferInsert;
 export type Album = typeof albums.$inferSelect;
 
 export async function getUser(db: Executor, id: number): Promise<User | null> {

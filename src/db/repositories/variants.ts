@@ -28,7 +28,7 @@ export async function forgetVariant(db: Executor, id: number) {
   await db.delete(imageVariants).where(eq(imageVariants.id, id));
 }
 
-export type VariantRecordOutcome = { recorded: VariantRow } | { refused: "exists" | "image_gone" | "lease_lapsed" };
+type VariantRecordOutcome = { recorded: VariantRow } | { refused: "exists" | "image_gone" | "lease_lapsed" };
 
 class LeaseLapsed extends Error {}
 
@@ -65,7 +65,7 @@ export async function recordVariant(
 }
 
 /** The bounds of the group an image's owner is in now (the guest group for a guest's image), as at upload. */
-export interface VariantBounds {
+interface VariantBounds {
   maxPixels: number;
   maxFileSizeKb: number;
 }

@@ -45,7 +45,6 @@ export { ContainerRefused, LocationRefused, MetadataRefused } from "./limits.ts"
 
 export const METADATA_POLICIES = ["keep", "strip_location", "strip_all"] as const;
 export type MetadataPolicy = (typeof METADATA_POLICIES)[number];
-export const DEFAULT_METADATA_POLICY: MetadataPolicy = "strip_location";
 
 export interface PolicyResult {
   /** What to store: the input itself when nothing was removed. */

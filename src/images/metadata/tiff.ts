@@ -6,8 +6,8 @@
  */
 import { ContainerRefused, LIMITS } from "./limits.ts";
 
-export const TAG_ORIENTATION = 0x0112;
-export const TAG_GPS_IFD = 0x8825;
+const TAG_ORIENTATION = 0x0112;
+const TAG_GPS_IFD = 0x8825;
 const TAG_EXIF_IFD = 0x8769;
 const TAG_INTEROP_IFD = 0xa005;
 const TAG_SUB_IFDS = 0x014a;
@@ -44,7 +44,7 @@ export const isTiffHeader = (b: Uint8Array, at: number) =>
 /** An EXIF block a reader cannot follow (no header, an IFD outside it): not hostile, but not cleanable either. */
 export class BrokenExif extends Error {}
 
-export class Tiff {
+class Tiff {
   readonly view: DataView;
   readonly little: boolean;
   constructor(readonly bytes: Uint8Array) {
@@ -155,7 +155,7 @@ export function checkTiff(bytes: Uint8Array) {
 }
 
 /** A TIFF structure holding only IFD0 with the Orientation tag; null for the default orientation (1) or none. */
-export function minimalExif(orientation: number | null, little: boolean): Uint8Array | null {
+function minimalExif(orientation: number | null, little: boolean): Uint8Array | null {
   if (orientation === null || orientation < 2 || orientation > 8) return null;
   const out = new Uint8Array(26);
   const view = new DataView(out.buffer);

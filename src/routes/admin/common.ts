@@ -66,7 +66,7 @@ export const idParam = z.object({
 });
 
 /** Every administration list is a page: `page` from 1, `per_page` 1–500 (default 100). */
-export const ADMIN_PER_PAGE = { default: 100, max: 500 } as const;
+const ADMIN_PER_PAGE = { default: 100, max: 500 } as const;
 
 export const pageQuery = z.object({
   page: intField(1, 1_000_000).default(1).openapi({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1, description: "Page number", example: 1 }),

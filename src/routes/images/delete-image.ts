@@ -6,7 +6,7 @@ import { EmptyResponse } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { deleteImage } from "../../services/delete.ts";
 
-export const deleteImageRoute = createRoute({
+const deleteImageRoute = createRoute({
   method: "delete",
   path: "/api/v1/images/{key}",
   operationId: "deleteImage",

@@ -7,7 +7,7 @@ import { envelope, ImagePage } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField } from "../../http/validation.ts";
 
-export const listImagesRoute = createRoute({
+const listImagesRoute = createRoute({
   method: "get",
   path: "/api/v1/images",
   operationId: "listImages",

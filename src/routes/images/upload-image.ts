@@ -86,7 +86,7 @@ const headerAuth: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-export const uploadImageRoute = createRoute({
+const uploadImageRoute = createRoute({
   method: "post",
   path: "/api/v1/upload",
   operationId: "uploadImage",

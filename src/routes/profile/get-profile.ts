@@ -7,7 +7,7 @@ import type { AppEnv } from "../../http/types.ts";
 import { getUser } from "../../db/repositories/users.ts";
 import { toProfile } from "../../http/profile-resource.ts";
 
-export const getProfileRoute = createRoute({
+const getProfileRoute = createRoute({
   method: "get",
   path: "/api/v1/profile",
   operationId: "getProfile",

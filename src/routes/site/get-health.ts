@@ -6,7 +6,7 @@ import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 
-export const healthRoute = createRoute({
+const healthRoute = createRoute({
   method: "get",
   path: "/health",
   operationId: "getHealth",

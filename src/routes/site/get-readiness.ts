@@ -15,7 +15,7 @@ const StorageCheck = z
   })
   .openapi("StorageCheck");
 
-export const readinessRoute = createRoute({
+const readinessRoute = createRoute({
   method: "get",
   path: "/health/ready",
   operationId: "getReadiness",

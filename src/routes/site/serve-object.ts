@@ -18,7 +18,7 @@ interface SocketInfo {
   requestIP(request: Request): { address: string } | null;
 }
 
-export type ObjectHandler = (request: Request, server?: SocketInfo) => Promise<Response>;
+type ObjectHandler = (request: Request, server?: SocketInfo) => Promise<Response>;
 
 export function objectHandler(deps: Deps, objects: ObjectServer): ObjectHandler {
   return async (request, server) => {

@@ -6,7 +6,7 @@ import { envelope, Strategy } from "../../http/schemas.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { listUsableStrategies } from "../../db/repositories/strategies.ts";
 
-export const listStrategiesRoute = createRoute({
+const listStrategiesRoute = createRoute({
   method: "get",
   path: "/api/v1/strategies",
   operationId: "listStrategies",

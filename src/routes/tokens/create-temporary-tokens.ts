@@ -12,7 +12,7 @@ const bodyRef = { $ref: "#/components/schemas/TemporaryTokenRequest" };
 
 const refusals = errorResponses(400, 401, 403, 422, 500);
 
-export const createTemporaryTokensRoute = createRoute({
+const createTemporaryTokensRoute = createRoute({
   method: "post",
   path: "/api/v1/images/tokens",
   operationId: "createTemporaryTokens",

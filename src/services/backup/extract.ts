@@ -17,14 +17,14 @@ import { BackupError, type DataDirFile, isSafeRelativePath, MANIFEST, type Manif
 import { checkManifest, checkObjectList } from "./manifest.ts";
 
 /** What an entry of the archive is. */
-export type EntryKind =
+type EntryKind =
   | { kind: "table"; table: string }
   /** One of DATA_DIR's own files the manifest lists (`admin-token`, `webhook-secret-key`). */
   | { kind: "file"; name: DataDirFile }
   /** An object: `prefix` is a root the manifest declares, `path` a safe relative path ('/'-separated). */
   | { kind: "object"; prefix: string; path: string };
 
-export interface Inspected {
+interface Inspected {
   manifest: Manifest;
   /** sha256 of the manifest entry's bytes: the second pass must read the same manifest. */
   manifestSha256: string;
@@ -34,7 +34,7 @@ export interface Inspected {
 }
 
 /** Where the second pass writes an entry (absolute path), and with which mode. */
-export type Placement = (name: string, entry: EntryKind) => { target: string; mode: number };
+type Placement = (name: string, entry: EntryKind) => { target: string; mode: number };
 
 /** An archive entry's name, as the manifest allows it; anything else is refused. */
 function classify(name: string, manifest: Manifest): EntryKind {

@@ -78,7 +78,7 @@ export interface ObjectList {
 }
 
 /** What an archive holds, as both summaries report it. */
-export interface ArchiveCounts {
+interface ArchiveCounts {
   file: string;
   tables: number;
   records: number;
@@ -135,7 +135,7 @@ export function isSafeRelativePath(path: string): boolean {
   return path.split("/").every((segment) => segment !== "" && segment !== "." && segment !== "..");
 }
 
-export interface Journal {
+interface Journal {
   entries: { idx: number; when: number; tag: string }[];
 }
 

@@ -20,7 +20,7 @@ import { BackupError, type Manifest } from "./format.ts";
 /** DATA_DIR entries a root may not be, or be inside: the server reads them, a restore never writes objects there. */
 const RESERVED = ["postgres", "admin-token", "webhook-secret-key", "server.lock", "db"];
 
-export interface RootPlan {
+interface RootPlan {
   /** Roots by archive prefix: the base they are staged in (`null`: DATA_DIR) and their path below it. */
   roots: Map<string, { base: string | null; relative: string }>;
   /** Directories outside DATA_DIR the objects go to, each confirmed; none inside another. */

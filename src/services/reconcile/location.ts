@@ -101,7 +101,7 @@ export async function reconcileLocation(deps: Deps, location: Location, overlapp
  * before it is reported: the object may have been stored after the listing passed its name, or the record
  * deleted meanwhile.
  */
-export async function findMissingObjects(deps: Deps, location: Location, listed: PathSet, quarantineDays: Set<string>, report: LocationReport, run: Run) {
+async function findMissingObjects(deps: Deps, location: Location, listed: PathSet, quarantineDays: Set<string>, report: LocationReport, run: Run) {
   const strategyIds = location.strategies.map((s) => s.id);
   listed.seal();
   for (let afterId = 0; !run.signal?.aborted; ) {
@@ -132,7 +132,7 @@ export async function findMissingObjects(deps: Deps, location: Location, listed:
 }
 
 /** A recorded object found in the quarantine goes back where its record names it (newest quarantined copy first). */
-export async function restoreFromQuarantine(storage: Storage, path: string, days: Set<string>, report: LocationReport, run: Run): Promise<boolean> {
+async function restoreFromQuarantine(storage: Storage, path: string, days: Set<string>, report: LocationReport, run: Run): Promise<boolean> {
   if (run.dryRun) return false;
   for (const day of [...days].sort().reverse()) {
     try {
@@ -152,7 +152,7 @@ export async function restoreFromQuarantine(storage: Storage, path: string, days
  * The listed paths as 64-bit hashes, 8 bytes each, so a listing of millions of objects stays small. A collision
  * can only hide one missing object from one report.
  */
-export class PathSet {
+class PathSet {
   private hashes = new BigUint64Array(1024);
   private size = 0;
 

@@ -24,7 +24,7 @@ import { fallbackFormats, resolveVariant, type VariantQuery, type VariantSource,
 export const FALLBACK_MAX_AGE = 60;
 
 /** What serving an object needs to know of its record: facts fixed at upload, so they can be kept. */
-export interface ObjectFacts {
+interface ObjectFacts {
   strategy: Pick<Strategy, "id" | "driver" | "config">;
   mimetype: string;
   etag: string;

@@ -27,7 +27,7 @@ const FAILURES_MAX = 10_000;
  * - busy: the image work queue is full;
  * - storage: the storage failed to read the original or to write the variant.
  */
-export type UnavailableCause = "over_budget" | "undecodable" | "too_large" | "throttled" | "busy" | "storage";
+type UnavailableCause = "over_budget" | "undecodable" | "too_large" | "throttled" | "busy" | "storage";
 
 export class VariantUnavailable extends Error {
   constructor(
@@ -40,7 +40,7 @@ export class VariantUnavailable extends Error {
 
 /** The fallback chain of the snippet and of `auto` (AVIF, then WebP, then the original's format): what may stand in for `format`. */
 
-export const BACKGROUND_MAX = 8;
+const BACKGROUND_MAX = 8;
 /** The image work queue's subject of background generations: one turn in its round robin, like any caller. */
 const BACKGROUND_SUBJECT = "variants:background";
 

@@ -22,10 +22,10 @@ import type { VariantFormat } from "../../db/schema.ts";
 import { badRequest } from "../../errors.ts";
 
 export const LADDER = [160, 320, 640, 1280, 1920, 2560] as const;
-export const FORMATS = ["webp", "avif", "jpeg", "png", "auto"] as const;
-export type RequestedFormat = (typeof FORMATS)[number];
+const FORMATS = ["webp", "avif", "jpeg", "png", "auto"] as const;
+type RequestedFormat = (typeof FORMATS)[number];
 /** `?w=2560&format=jpeg` is 20 characters: anything much longer is not of the grammar. */
-export const MAX_QUERY = 64;
+const MAX_QUERY = 64;
 
 export interface VariantQuery {
   width: number | null;
@@ -99,7 +99,7 @@ export interface VariantSource {
 }
 
 /** The variant to serve: its effective width and output format, or the original itself. */
-export type Resolved = { original: true } | { original: false; width: number; format: VariantFormat };
+type Resolved = { original: true } | { original: false; width: number; format: VariantFormat };
 
 /**
  * The variant a query names for an image: `auto` reads Accept (AVIF, else WebP, else the original's format when a

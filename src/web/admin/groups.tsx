@@ -68,7 +68,7 @@ export interface Shown {
 }
 
 /** `aria-describedby` of a control: its hint and its error, when there are. */
-export const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(" ") || undefined;
+const describedBy = (id: string, hint: boolean, error: boolean) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(" ") || undefined;
 
 /** A labelled input of a form (name = field name), with its hint and the API's error. */
 export function Input(props: {

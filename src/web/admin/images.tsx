@@ -18,7 +18,7 @@ import { adminApi, type ApiAnswer } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
 /** The most images one bulk delete takes. */
-export const SELECT_MAX = 100;
+const SELECT_MAX = 100;
 const PER_PAGE_DEFAULT = 30;
 const PER_PAGE_CHOICES = [30, 60, 100];
 const LIST = `${ADMIN}/images`;

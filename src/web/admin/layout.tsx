@@ -5,7 +5,7 @@ import { BASE, type SignedIn } from "../session.ts";
 
 export const ADMIN = `${BASE}/admin`;
 
-export type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "images" | "maintenance" | "webhooks" | "audit";
+type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "images" | "maintenance" | "webhooks" | "audit";
 
 const sections: { id: AdminSection; label: string; href: string }[] = [
   { id: "overview", label: "Overview", href: ADMIN },

@@ -95,7 +95,7 @@ const deliveryOf = (d: ApiDelivery): DeliveryView => ({
 type DeliveryPage = { deliveries: ApiDelivery[]; next_before: number | null };
 
 /** The admin API's webhook operations, for the shared pages. */
-export const apiBackend: WebhookBackend = {
+const apiBackend: WebhookBackend = {
   list: async (c) => (await call<{ endpoints: ApiEndpoint[] }>(c, "GET", API)).endpoints.map(endpointOf),
   create: async (c, input) => {
     const made = await call<ApiEndpoint & { secret: string }>(c, "POST", API, input);
@@ -126,7 +126,7 @@ export const apiBackend: WebhookBackend = {
   },
 };
 
-export const adminArea: WebhookArea = {
+const adminArea: WebhookArea = {
   base: `${ADMIN}/webhooks`,
   backend: apiBackend,
   events: [...EVENT_TYPES],

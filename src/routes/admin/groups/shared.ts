@@ -14,7 +14,7 @@ export function toOutput(g: GroupWithStrategies) {
   return { ...toSnake(rest), strategy_ids: strategyIds } as z.infer<typeof Group>;
 }
 
-export async function checkStrategies(db: Db, ids: number[] | undefined) {
+async function checkStrategies(db: Db, ids: number[] | undefined) {
   if (!ids) return;
   if (new Set(ids).size !== ids.length) throw validationError({ strategy_ids: ["The strategy_ids must not repeat."] });
   const found = await getStrategies(db, ids);

@@ -10,7 +10,7 @@ import { adminImageListQuery, countAdminImages, type AdminImageFilter } from "..
 import { adminRoute, pageFields, pageOf } from "../common.ts";
 
 /** The page size of the list: at most 100 images (their thumbnails) a page. */
-export const ADMIN_IMAGES_PER_PAGE = { default: 30, max: 100 } as const;
+const ADMIN_IMAGES_PER_PAGE = { default: 30, max: 100 } as const;
 
 /** The largest size bound, in KB (1 TiB): far above any upload, and within a bigint of bytes. */
 const KB_MAX = 1_073_741_824;

@@ -16,7 +16,7 @@ const PermanentToken = z
   .openapi("PermanentToken");
 
 /** A permanent token's name, as the user center's API Tokens page takes it. */
-export const TOKEN_LABEL_MAX = 100;
+const TOKEN_LABEL_MAX = 100;
 
 const CreateTokenInput = z
   .object({
