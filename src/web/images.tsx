@@ -25,7 +25,7 @@ import { AppError, badRequest, validationError } from "../errors.ts";
 import { deleteImage } from "../services/delete.ts";
 import { type FormFields, readForm } from "./form.ts";
 import { AlbumOptions, registerImagePage, SELECT_PREFIX, UtcTime } from "./image.tsx";
-import { ConfirmDeleteFooter, CopyButton, FieldError, FormToken, humanBytes, Layout, Notice } from "./layout.tsx";
+import { ConfirmDeleteFooter, CopyButton, FieldError, FormToken, humanBytes, Layout, Notice, PerPageField } from "./layout.tsx";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const PER_PAGE_DEFAULT = 30;
@@ -375,18 +375,7 @@ async function renderList(c: Context<SignedInEnv>) {
             ))}
           </select>
         </div>
-        <div class="field">
-          <label for="per_page">Per page</label>
-          <select id="per_page" name="per_page">
-            {[...new Set([...PER_PAGE_CHOICES, state.perPage])]
-              .sort((a, b) => a - b)
-              .map((n) => (
-                <option value={String(n)} selected={n === state.perPage}>
-                  {n}
-                </option>
-              ))}
-          </select>
-        </div>
+        <PerPageField choices={PER_PAGE_CHOICES} perPage={state.perPage} />
         <div class="buttons">
           <button type="submit" class="primary">
             Show

@@ -131,6 +131,24 @@ export function Field({ label, id, hint, children }: PropsWithChildren<{ label: 
   );
 }
 
+/** A list's "Per page" choice: the usual `choices`, and the current `perPage` when it is another (set in the address). */
+export function PerPageField({ choices, perPage }: { choices: readonly number[]; perPage: number }) {
+  return (
+    <div class="field">
+      <label for="per_page">Per page</label>
+      <select id="per_page" name="per_page">
+        {[...new Set([...choices, perPage])]
+          .sort((a, b) => a - b)
+          .map((n) => (
+            <option value={String(n)} selected={n === perPage}>
+              {n}
+            </option>
+          ))}
+      </select>
+    </div>
+  );
+}
+
 /** A form field's error, referenced by the input's `aria-describedby` as `<id>-error`. */
 export const FieldError = ({ id, error }: { id: string; error?: string }) =>
   error ? (

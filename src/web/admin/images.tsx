@@ -12,7 +12,7 @@ import { AppError, badRequest, errorStatus, type ErrorCode } from "../../errors.
 import { parseDateTime } from "../../http/time.ts";
 import { type FormFields, readForm } from "../form.ts";
 import { SELECT_PREFIX, UtcTime } from "../image.tsx";
-import { ConfirmDeleteFooter, FieldError, FormToken, humanBytes, Notice } from "../layout.tsx";
+import { ConfirmDeleteFooter, FieldError, FormToken, humanBytes, Notice, PerPageField } from "../layout.tsx";
 import { requireAdminSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi, type ApiAnswer } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -405,18 +405,7 @@ async function renderList(c: Context<SignedInEnv>) {
           </select>
           <FieldError id="visibility" error={errors.visibility} />
         </div>
-        <div class="field">
-          <label for="per_page">Per page</label>
-          <select id="per_page" name="per_page">
-            {[...new Set([...PER_PAGE_CHOICES, state.perPage])]
-              .sort((a, b) => a - b)
-              .map((n) => (
-                <option value={String(n)} selected={n === state.perPage}>
-                  {n}
-                </option>
-              ))}
-          </select>
-        </div>
+        <PerPageField choices={PER_PAGE_CHOICES} perPage={state.perPage} />
         <div class="buttons">
           <button type="submit" class="primary">
             Show
