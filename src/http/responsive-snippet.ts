@@ -14,7 +14,7 @@
  *   the image's own width when it is narrower.
  * - Every address it names answers an image: a browser does not try the next source after an error, so a variant
  *   that cannot be had now is answered with a fallback down the chain AVIF → WebP → the original's format → the
- *   original, briefly cached (docs/decisions/variant-fallback.md); test/variants-fallback.test.ts asks for each.
+ *   original, briefly cached (docs/decisions/variant-fallback.md); test/api/variants-fallback.test.ts asks for each.
  */
 import { LADDER } from "../services/variants/query.ts";
 import { escapeHtml } from "./image-resource.ts";

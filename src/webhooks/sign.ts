@@ -1,7 +1,7 @@
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com): `webhook-signature: v1,<base64 HMAC-SHA256>` over
  * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64 part of the `whsec_` secret. Any receiver checks
- * them with the `standardwebhooks` library (test/webhooks.test.ts does).
+ * them with the `standardwebhooks` library (test/api/webhooks.test.ts does).
  */
 import { createHmac } from "node:crypto";
 

@@ -3,7 +3,7 @@
  * time, under each metadata policy, while a probe on another connection asks GET /health back to back and times each
  * answer. Figures: the probe's max and p99 wait, and per file and per class the outcome (stored or refused) and the CPU
  * it cost per MB — the server process's and its decode processes' (by /proc, reaped children included; the embedded
- * database's processes not). test/hostile-containers.test.ts asserts on them; `bun run bench --only hostile` reports them.
+ * database's processes not). test/security/hostile-containers.test.ts asserts on them; `bun run bench --only hostile` reports them.
  */
 import { join } from "node:path";
 import { admin, multipartFile, seedUser, startServer, upload } from "./abuse.ts";

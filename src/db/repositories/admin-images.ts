@@ -33,7 +33,7 @@ function filterWhere(filter: AdminImageFilter): SQL | undefined {
 /**
  * A page of every image, newest first (ties by id, so pages never overlap), with its strategy and owner. With an owner
  * (a user or the guests) the order and the date range are those of images_owner_created_idx (user_id, created_at, id)
- * scanned backwards: the page is read from the index, no sort (test/admin-pages-data.test.ts checks the plans). Across
+ * scanned backwards: the page is read from the index, no sort (test/web/admin-pages-data.test.ts checks the plans). Across
  * owners no index has created_at first: the rows that pass the filters are read and the page picked by a top-N sort,
  * which keeps LIMIT + OFFSET rows in memory (per_page ≤ 100).
  */

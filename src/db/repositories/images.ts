@@ -82,7 +82,7 @@ export async function listImagesForOwner(db: Executor, ownerId: number, limit: n
   return statement.execute({ ...valuesOf(ownerId, filter), limit, offset });
 }
 
-/** listImagesForOwner's statement, unsent (its plan is tested: test/images-web.test.ts). */
+/** listImagesForOwner's statement, unsent (its plan is tested: test/web/images.test.ts). */
 export function imageListQuery(
   db: Executor,
   ownerId: Arg<number>,
