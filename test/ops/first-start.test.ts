@@ -102,6 +102,14 @@ async function startServer(cwd: string, env: Record<string, string>, log: string
   return proc;
 }
 
+/** `bun run server` in `cwd` with `env` alone, expected to refuse to start: its exit code and what it printed. */
+async function refusedStart(cwd: string, env: Record<string, string>) {
+  const proc = spawnServer({ cwd, argv: ["bun", "run", "server"], inherit: false, env, stdout: "pipe", stderr: "pipe" });
+  servers.push(proc);
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
 async function stopServer(proc: Bun.Subprocess) {
   proc.kill("SIGTERM");
   expect(await proc.exited).toBe(0);
@@ -174,7 +182,7 @@ describe("a fresh clone, set up with the README's commands", () => {
     const env = cleanEnv({ PORT: String(await freePort()), HOST: "127.0.0.1" });
     if (!(await userNamespacesAllowed())) {
       // no way around PostgreSQL's refusal of root here: the start is refused, naming the remedies
-      const r = await run(["bun", "run", "server"], { cwd: checkout, env });
+      const r = await refusedStart(checkout, env);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("Run the server as a user other than root");
       console.log("first-start: user namespaces are not allowed on this machine: checked the refusal instead of the start");
@@ -203,10 +211,7 @@ describe("a fresh clone, set up with the README's commands", () => {
     await stopServer(again);
 
     // where user namespaces are forbidden, the postgres user cannot run binaries below /root-like directories: refused, with the remedies
-    const refused = await run(["bun", "run", "server"], {
-      cwd: checkout,
-      env: { ...env, DATA_DIR: join(top, "data-without-namespaces"), IMAGE_HOST_NO_USER_NAMESPACE: "1" },
-    });
+    const refused = await refusedStart(checkout, { ...env, DATA_DIR: join(top, "data-without-namespaces"), IMAGE_HOST_NO_USER_NAMESPACE: "1" });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("cannot be made (disabled by IMAGE_HOST_NO_USER_NAMESPACE=1)");
     expect(refused.stderr).toContain("Run the server as a user other than root, allow user namespaces");
@@ -355,7 +360,7 @@ describe("a start right after a crash", () => {
 
     // a live server on the same DATA_DIR is still refused, at once
     const t1 = performance.now();
-    const second = await run(["bun", "run", "server"], { cwd: repo, env: { ...env, PORT: String(await freePort()) } });
+    const second = await refusedStart(repo, { ...env, PORT: String(await freePort()) });
     expect(second.code).toBe(1);
     expect(second.stderr).toContain(`is in use by process ${serverPid(dataDir)}`);
     expect(performance.now() - t1).toBeLessThan(10_000);
@@ -369,10 +374,7 @@ test("a busy port is reported before anything is created", async () => {
   try {
     const dataDir = join(privateDir(), "data");
     const t0 = performance.now();
-    const r = await run(["bun", "run", "server"], {
-      cwd: repo,
-      env: cleanEnv({ PORT: String(busy.port), HOST: "127.0.0.1", DATA_DIR: dataDir }),
-    });
+    const r = await refusedStart(repo, cleanEnv({ PORT: String(busy.port), HOST: "127.0.0.1", DATA_DIR: dataDir }));
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`PORT: ${busy.port} is already in use on 127.0.0.1`);
     expect(existsSync(join(dataDir, "postgres"))).toBe(false);
