@@ -134,7 +134,10 @@ describe("POST /api/v1/images/tokens", () => {
       const expires = new Date(`${d}T${time}`).getTime() / 1000; // server time zone = this process's
       expect(expires - before).toBeGreaterThanOrEqual(3600);
       expect(expires - before).toBeLessThanOrEqual(3601);
-      const [row] = await ctx.db.select().from(tokens).where(eq(tokens.secretHash, sha256Hex(t.token)));
+      const [row] = await ctx.db
+        .select()
+        .from(tokens)
+        .where(eq(tokens.secretHash, sha256Hex(t.token)));
       expect(row?.kind).toBe("temporary");
       expect(JSON.stringify(row)).not.toContain(t.token);
     }

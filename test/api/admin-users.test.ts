@@ -31,7 +31,10 @@ afterAll(async () => {
 
 const PASSWORD = "correct horse battery";
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `192.0.2.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `192.0.2.${++addressSeq}`,
+);
 let seq = 0;
 const uniqueName = () => `adm${++seq}_${Math.random().toString(36).slice(2, 6)}`;
 const adminJson = (method: string, path: string, body?: unknown) =>
@@ -94,7 +97,12 @@ describe("accounts", () => {
     const a = await ctx.admin("POST", "/api/admin/users", { username: `${base}_a`, email: `${base}_a@Needle.example`, name: "Ann" });
     const b = await ctx.admin("POST", "/api/admin/users", { username: `${base}_b`, email: `${base}_b@example.com`, name: "Needle Bee" });
     const found = await ctx.admin("GET", `/api/admin/users?q=${encodeURIComponent("NEEDLE")}`);
-    expect(found.users.map((u: any) => u.id).filter((id: number) => id === a.id || id === b.id).sort()).toEqual([a.id, b.id].sort());
+    expect(
+      found.users
+        .map((u: any) => u.id)
+        .filter((id: number) => id === a.id || id === b.id)
+        .sort(),
+    ).toEqual([a.id, b.id].sort());
     expect((await ctx.admin("GET", "/api/admin/users?q=%25")).total).toBe(0); // "%" is a character, not a wildcard
     expectStatus(await adminJson("GET", `/api/admin/users?q=${"x".repeat(101)}`), 422);
   });
@@ -171,7 +179,11 @@ describe("accounts", () => {
     path = await linkPath();
     const owner = new Visitor();
     expect((await owner.signIn(name, "set by the admin 1")).status).toBe(303);
-    const changed = await owner.post("/user/account/password", { current_password: "set by the admin 1", new_password: "changed by the owner", new_password_again: "changed by the owner" });
+    const changed = await owner.post("/user/account/password", {
+      current_password: "set by the admin 1",
+      new_password: "changed by the owner",
+      new_password_again: "changed by the owner",
+    });
     expect(changed.status).toBe(200);
     expect(await alive(path)).toBe(false);
 
@@ -207,7 +219,10 @@ describe("accounts", () => {
     const user = await ctx.createUser();
     await ctx.admin("POST", `/api/admin/users/${user.id}/albums`, { name: "Trip" });
     const uploaded = [];
-    for (let i = 0; i < 3; i++) uploaded.push(expectStatus(await ctx.upload(user.token, { bytes: await makeImage("png", 500 + i, 400), filename: `p${i}.png`, contentType: "image/png" }), 200).data);
+    for (let i = 0; i < 3; i++)
+      uploaded.push(
+        expectStatus(await ctx.upload(user.token, { bytes: await makeImage("png", 500 + i, 400), filename: `p${i}.png`, contentType: "image/png" }), 200).data,
+      );
     const [before] = await ctx.db.select().from(strategies).where(eq(strategies.id, ctx.localStrategyId));
     const rows = await ctx.db.select().from(images).where(eq(images.userId, user.id));
     const files = rows.flatMap((r) => [r.path, r.thumbnailPath!]).map((p) => join(ctx.dataDir, "uploads", p));
@@ -238,8 +253,21 @@ describe("the audit log", () => {
     const entries = await auditLog();
     expect(entries.length).toBeGreaterThanOrEqual(3);
     const [settings, patch, create] = entries;
-    expect(settings).toMatchObject({ actor: "ADMIN_TOKEN", actor_user_id: null, action: "PATCH /api/admin/settings", target_type: "settings", target_id: "", detail: { guest_upload_enabled: false } });
-    expect(patch).toMatchObject({ actor: "ADMIN_TOKEN", action: "PATCH /api/admin/users/{id}", target_type: "users", target_id: String(user.id), detail: { capacity_kb: 2048, password: "(set)" } });
+    expect(settings).toMatchObject({
+      actor: "ADMIN_TOKEN",
+      actor_user_id: null,
+      action: "PATCH /api/admin/settings",
+      target_type: "settings",
+      target_id: "",
+      detail: { guest_upload_enabled: false },
+    });
+    expect(patch).toMatchObject({
+      actor: "ADMIN_TOKEN",
+      action: "PATCH /api/admin/users/{id}",
+      target_type: "users",
+      target_id: String(user.id),
+      detail: { capacity_kb: 2048, password: "(set)" },
+    });
     expect(create).toMatchObject({ action: "POST /api/admin/users", target_type: "users", detail: { username: user.username, password: "(set)" } });
     expect(typeof create.ip).toBe("string");
     expect(Date.parse(create.created_at)).not.toBeNaN();

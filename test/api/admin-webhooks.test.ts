@@ -19,10 +19,7 @@ const box = secretBox(randomBytes(32));
 let ctx: TestContext; // WEBHOOK_ALLOW=127.0.0.1
 let strict: TestContext; // no allow list: 127.0.0.1 is refused
 beforeAll(async () => {
-  [ctx, strict] = await Promise.all([
-    createTestContext({ webhooks: { box, allow: parseAllowList("127.0.0.1") } }),
-    createTestContext(),
-  ]);
+  [ctx, strict] = await Promise.all([createTestContext({ webhooks: { box, allow: parseAllowList("127.0.0.1") } }), createTestContext()]);
   // WEBHOOK_ALLOW opens loopback to users' endpoints only by their group's grant
   await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { webhook_allow_internal: true });
 });
@@ -307,9 +304,32 @@ describe("test events, the delivery log, resending", () => {
     expect(page1.body.data.next_before).toBe(list[49].id);
     const newest = list[0];
     expect(Object.keys(newest).sort()).toEqual(
-      ["attempts", "created_at", "delivered_at", "event_type", "id", "last_attempt_at", "last_error", "last_latency_ms", "last_status_code", "message_id", "next_attempt_at", "status"].sort(),
+      [
+        "attempts",
+        "created_at",
+        "delivered_at",
+        "event_type",
+        "id",
+        "last_attempt_at",
+        "last_error",
+        "last_latency_ms",
+        "last_status_code",
+        "message_id",
+        "next_attempt_at",
+        "status",
+      ].sort(),
     );
-    expect(newest).toMatchObject({ id: ids[51], event_type: "webhook.test", status: "pending", attempts: 0, last_status_code: null, last_latency_ms: null, last_error: null, last_attempt_at: null, delivered_at: null });
+    expect(newest).toMatchObject({
+      id: ids[51],
+      event_type: "webhook.test",
+      status: "pending",
+      attempts: 0,
+      last_status_code: null,
+      last_latency_ms: null,
+      last_error: null,
+      last_attempt_at: null,
+      delivered_at: null,
+    });
     expect(newest.message_id).toMatch(/^msg_/);
     expect(newest.created_at).toMatch(DATE);
     expect(newest.next_attempt_at).toMatch(DATE);
@@ -372,9 +392,7 @@ describe("the audit log", () => {
     expectStatus(await api("PATCH", `/api/admin/webhooks/${made.id}`, { url: "ftp://x" }), 422); // refused: not logged
     await api("DELETE", `/api/admin/webhooks/${made.id}`);
 
-    const rows = (await ctx.db.select().from(auditLog).where(sql`${auditLog.id} > ${startId}`).orderBy(auditLog.id)).filter(
-      (r) => r.targetType === "webhooks",
-    );
+    const rows = (await ctx.db.select().from(auditLog).where(sql`${auditLog.id} > ${startId}`).orderBy(auditLog.id)).filter((r) => r.targetType === "webhooks");
     expect(rows.map((r) => [r.action, r.targetId])).toEqual([
       ["POST /api/admin/webhooks", ""],
       ["PATCH /api/admin/webhooks/{id}", String(made.id)],

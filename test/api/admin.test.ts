@@ -99,7 +99,8 @@ describe("bounded group and strategy lists", () => {
   });
 
   test("GET /api/admin/strategies is a page the same way", async () => {
-    for (let i = 0; i < 2; i++) await ctx.admin("POST", "/api/admin/strategies", { name: `paged-strategy-${i}`, driver: "local", config: { root: `/tmp/paged-${i}` } });
+    for (let i = 0; i < 2; i++)
+      await ctx.admin("POST", "/api/admin/strategies", { name: `paged-strategy-${i}`, driver: "local", config: { root: `/tmp/paged-${i}` } });
     const all = await ctx.admin("GET", "/api/admin/strategies");
     expect(all).toMatchObject({ current_page: 1, per_page: 100, last_page: 1, total: all.strategies.length });
     const page = await ctx.admin("GET", "/api/admin/strategies?page=2&per_page=1");

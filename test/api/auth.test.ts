@@ -152,9 +152,7 @@ for (const op of operations) {
   describe(name, () => {
     test("the table agrees with the spec's security list (temporaryToken → temporary allowed, {} → guest capable)", () => {
       const said = { temporaryAllowed: entry.temporaryAllowed, guestCapable: entry.guestCapable };
-      expect(said, `the auth matrix's entry for ${op.operationId} disagrees with its security ${JSON.stringify(op.security)}`).toEqual(
-        fromSpec(op),
-      );
+      expect(said, `the auth matrix's entry for ${op.operationId} disagrees with its security ${JSON.stringify(op.security)}`).toEqual(fromSpec(op));
     });
 
     test("a valid permanent token is accepted as id|raw and as the raw part alone", async () => {

@@ -140,16 +140,27 @@ describe("DELETE /api/v1/images/{key}", () => {
     expect(profileAfter.image_num).toBe(profileBefore.image_num - 1);
     expect(profileAfter.size).toBeCloseTo(profileBefore.size - png.byteLength / 1024, 6);
     // the removal stays pending, its failure counted, waiting out its backoff
-    const pending = await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, pathOf(up.url)));
+    const pending = await ctx.db
+      .select()
+      .from(pendingRemovals)
+      .where(eq(pendingRemovals.path, pathOf(up.url)));
     expect(pending.map((p) => [p.reason, p.attempts])).toEqual([["delete", 1]]);
     expect(existsSync(file)).toBe(true);
     // once the storage recovers, a worker's next try removes the object
     rmSync(file, { recursive: true });
     writeFileSync(file, png);
-    await ctx.db.update(pendingRemovals).set({ dueAt: new Date(Date.now() - 1000) }).where(eq(pendingRemovals.path, pathOf(up.url)));
+    await ctx.db
+      .update(pendingRemovals)
+      .set({ dueAt: new Date(Date.now() - 1000) })
+      .where(eq(pendingRemovals.path, pathOf(up.url)));
     expect(await runDueRemovals(ctx.deps)).toEqual({ removed: 1, failed: 0 });
     expect(existsSync(file)).toBe(false);
-    expect(await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, pathOf(up.url)))).toEqual([]);
+    expect(
+      await ctx.db
+        .select()
+        .from(pendingRemovals)
+        .where(eq(pendingRemovals.path, pathOf(up.url))),
+    ).toEqual([]);
     expectStatus(await del(alice, up.key), 404);
   });
 
@@ -158,7 +169,10 @@ describe("DELETE /api/v1/images/{key}", () => {
     const keys: string[] = [];
     for (let i = 0; i < 12; i++) keys.push((await uploadPng(dave, `d${i}.png`)).body.data.key);
     const results = await Promise.all(keys.map((k) => del(dave, k)));
-    expectStatuses(results, keys.map(() => 200));
+    expectStatuses(
+      results,
+      keys.map(() => 200),
+    );
     const profile = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(dave.token) })).body.data;
     expect([profile.image_num, profile.size]).toEqual([0, 0]);
     // and the same image deleted twice at once: one 200, one 404
@@ -225,7 +239,10 @@ describe("expiry", () => {
     const pending = await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, stuckPath));
     expect(pending.map((p) => [p.reason, p.attempts])).toEqual([["expiry", 1]]);
     rmSync(file, { recursive: true });
-    await ctx.db.update(pendingRemovals).set({ dueAt: new Date(Date.now() - 1000) }).where(eq(pendingRemovals.path, stuckPath));
+    await ctx.db
+      .update(pendingRemovals)
+      .set({ dueAt: new Date(Date.now() - 1000) })
+      .where(eq(pendingRemovals.path, stuckPath));
     expect(await runDueRemovals(ctx.deps)).toEqual({ removed: 1, failed: 0 });
     expect(await ctx.db.select().from(pendingRemovals).where(eq(pendingRemovals.path, stuckPath))).toEqual([]);
   });

@@ -73,7 +73,10 @@ describe("strategy selection (contract 4.2)", () => {
     const second = await ctx.admin("POST", "/api/admin/strategies", { name: "Big", driver: "local", quota_kb: null });
     const { user } = await userInGroup({ strategy_ids: [first.id, second.id] });
     const results = await Promise.all(Array.from({ length: 12 }, () => ctx.upload(user.token, file())));
-    expectStatuses(results, results.map(() => 200));
+    expectStatuses(
+      results,
+      results.map(() => 200),
+    );
     expect(await strategyUsedBytes(first.id)).toBe(3 * size);
     expect(await strategyUsedBytes(second.id)).toBe(9 * size);
     // with strategy_id there is no fallback, even in a race

@@ -40,9 +40,29 @@ const sha1 = (b: Uint8Array) => new Bun.CryptoHasher("sha1").update(b).digest("h
  * which exifr does not open (it calls libheif's Exif item malformed), libvips (through sharp, libheif for AVIF)
  * extracts the EXIF and XMP and exifr reads them.
  */
-async function readMetadata(bytes: Uint8Array): Promise<{ tags: Record<string, any>; gps: { latitude: number; longitude: number } | null; xmp: string; iccDescription: string | undefined; orientation: number | undefined }> {
+async function readMetadata(bytes: Uint8Array): Promise<{
+  tags: Record<string, any>;
+  gps: { latitude: number; longitude: number } | null;
+  xmp: string;
+  iccDescription: string | undefined;
+  orientation: number | undefined;
+}> {
   const meta = await sharp(bytes).metadata();
-  const options: NonNullable<Parameters<typeof exifr.parse>[1]> = { tiff: true, exif: true, gps: true, interop: true, ifd1: true, xmp: true, iptc: true, icc: false, makerNote: true, userComment: true, mergeOutput: true, translateValues: false, reviveValues: false };
+  const options: NonNullable<Parameters<typeof exifr.parse>[1]> = {
+    tiff: true,
+    exif: true,
+    gps: true,
+    interop: true,
+    ifd1: true,
+    xmp: true,
+    iptc: true,
+    icc: false,
+    makerNote: true,
+    userComment: true,
+    mergeOutput: true,
+    translateValues: false,
+    reviveValues: false,
+  };
   let tags: Record<string, any> = {};
   let gps: { latitude: number; longitude: number } | null = null;
   if (meta.format === "webp" || meta.format === "heif") {
@@ -108,7 +128,11 @@ async function profileSize(user: TestUser): Promise<number> {
 
 /** A group of its own (with the local strategy), a user in it. */
 async function userInGroup(metadata?: MetadataPolicy) {
-  const group = await ctx.admin("POST", "/api/admin/groups", { name: `g${Math.random().toString(36).slice(2, 7)}`, strategy_ids: [ctx.localStrategyId], ...(metadata ? { metadata } : {}) });
+  const group = await ctx.admin("POST", "/api/admin/groups", {
+    name: `g${Math.random().toString(36).slice(2, 7)}`,
+    strategy_ids: [ctx.localStrategyId],
+    ...(metadata ? { metadata } : {}),
+  });
   const user = await ctx.createUser({ group_id: group.id });
   return { group, user };
 }

@@ -33,7 +33,11 @@ const sha1 = (b: Uint8Array) => new Bun.CryptoHasher("sha1").update(b).digest("h
 
 /** A group of its own (with the local strategy) with these fields, and a user in it. */
 async function userInGroup(fields: Record<string, unknown>) {
-  const group = await ctx.admin("POST", "/api/admin/groups", { name: `p${Math.random().toString(36).slice(2, 7)}`, strategy_ids: [ctx.localStrategyId], ...fields });
+  const group = await ctx.admin("POST", "/api/admin/groups", {
+    name: `p${Math.random().toString(36).slice(2, 7)}`,
+    strategy_ids: [ctx.localStrategyId],
+    ...fields,
+  });
   const user = await ctx.createUser({ group_id: group.id });
   return { group, user };
 }
@@ -74,7 +78,16 @@ describe("the group fields", () => {
     expect([group.convert_format, group.convert_quality, group.max_width, group.max_height, group.jpeg_max_quality]).toEqual(["webp", 70, 2000, 1500, 85]);
     const off = await ctx.admin("PATCH", `/api/admin/groups/${group.id}`, { convert_format: null, max_width: null, max_height: null, jpeg_max_quality: null });
     expect([off.convert_format, off.max_width, off.max_height, off.jpeg_max_quality]).toEqual([null, null, null, null]);
-    for (const bad of [{ convert_format: "gif" }, { convert_format: "png" }, { convert_quality: 0 }, { convert_quality: 101 }, { max_width: 0 }, { max_height: -1 }, { jpeg_max_quality: 101 }, { convert_quality: null }]) {
+    for (const bad of [
+      { convert_format: "gif" },
+      { convert_format: "png" },
+      { convert_quality: 0 },
+      { convert_quality: 101 },
+      { max_width: 0 },
+      { max_height: -1 },
+      { jpeg_max_quality: 101 },
+      { convert_quality: null },
+    ]) {
       const res = await ctx.json(`/api/admin/groups/${group.id}`, {
         method: "PATCH",
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
@@ -88,7 +101,9 @@ describe("the group fields", () => {
     const out: string[] = [];
     const env = { BASE_URL: SERVER_URL, ADMIN_TOKEN };
     const io = { out: (s: string) => out.push(s), err: (s: string) => out.push(s) };
-    expect(await main(["group", "create", "cli-processing", "--convert-format", "avif", "--convert-quality", "55", "--max-width", "1920", "--json"], env, io)).toBe(0);
+    expect(
+      await main(["group", "create", "cli-processing", "--convert-format", "avif", "--convert-quality", "55", "--max-width", "1920", "--json"], env, io),
+    ).toBe(0);
     const created = JSON.parse(out.join("\n"));
     expect([created.convert_format, created.convert_quality, created.max_width, created.max_height]).toEqual(["avif", 55, 1920, null]);
     out.length = 0;
@@ -141,7 +156,11 @@ describe("processing on upload", () => {
     await expectDescribesStored(res.body.data, await served(res.body.data.url), user.id);
 
     const { user: other } = await userInGroup({ convert_format: "jpeg", convert_quality: 70 });
-    const transparent = new Uint8Array(await sharp({ create: { width: 20, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } }).png().toBuffer());
+    const transparent = new Uint8Array(
+      await sharp({ create: { width: 20, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+        .png()
+        .toBuffer(),
+    );
     const r2 = await upload(other.token, transparent, "clear.png", "image/png");
     expectStatus(r2, 200);
     const stored = await served(r2.body.data.url);
@@ -184,8 +203,15 @@ describe("processing on upload", () => {
 
   test("animated GIFs stay animated: to WebP every frame is kept; to AVIF or JPEG the GIF stays a GIF (downscaled when too large)", async () => {
     const frames = ["red", "blue", "lime"];
-    const frame = (c: string) => sharp({ create: { width: 120, height: 90, channels: 3, background: c } }).png().toBuffer();
-    const gif = new Uint8Array(await sharp(await Promise.all(frames.map(frame)), { join: { animated: true } }).gif().toBuffer());
+    const frame = (c: string) =>
+      sharp({ create: { width: 120, height: 90, channels: 3, background: c } })
+        .png()
+        .toBuffer();
+    const gif = new Uint8Array(
+      await sharp(await Promise.all(frames.map(frame)), { join: { animated: true } })
+        .gif()
+        .toBuffer(),
+    );
     const { user } = await userInGroup({ convert_format: "webp" });
     const res = await upload(user.token, gif, "loop.gif", "image/gif");
     expectStatus(res, 200);
@@ -209,8 +235,15 @@ describe("processing on upload", () => {
   });
 
   test("an image processing cannot handle (an animation beyond the pixel bound in all its frames) is stored as sent, not refused", async () => {
-    const frame = (c: string) => sharp({ create: { width: 100, height: 100, channels: 3, background: c } }).png().toBuffer();
-    const gif = new Uint8Array(await sharp(await Promise.all(["red", "blue", "lime", "black"].map(frame)), { join: { animated: true } }).gif().toBuffer());
+    const frame = (c: string) =>
+      sharp({ create: { width: 100, height: 100, channels: 3, background: c } })
+        .png()
+        .toBuffer();
+    const gif = new Uint8Array(
+      await sharp(await Promise.all(["red", "blue", "lime", "black"].map(frame)), { join: { animated: true } })
+        .gif()
+        .toBuffer(),
+    );
     const { user } = await userInGroup({ convert_format: "webp", max_pixels: 25_000, metadata: "keep" });
     const res = await upload(user.token, gif, "many.gif", "image/gif");
     expectStatus(res, 200);
@@ -220,7 +253,12 @@ describe("processing on upload", () => {
   test("refusals are decided on the upload as sent: its format, its size, its pixels — before any processing", async () => {
     // the converted file would fit the size limit; the upload as sent does not
     const photo = await makeNoisyJpeg(800, 600, 95);
-    const { user } = await userInGroup({ convert_format: "webp", convert_quality: 10, max_width: 100, max_file_size_kb: Math.floor(photo.byteLength / 1024) - 1 });
+    const { user } = await userInGroup({
+      convert_format: "webp",
+      convert_quality: 10,
+      max_width: 100,
+      max_file_size_kb: Math.floor(photo.byteLength / 1024) - 1,
+    });
     const tooLarge = await upload(user.token, photo, "p.jpg", "image/jpeg");
     expectStatus(tooLarge, 400);
     expect(tooLarge.body.message).toContain("the limit is");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { S3Client } from "bun";
+import type { S3Client } from "bun";
 import { type LocalS3, startLocalS3 } from "../support/s3rver.ts";
 import { createTestContext, quietly, type TestContext, type TestUser } from "../support/harness.ts";
 import { makeNoisyJpeg } from "../support/images.ts";
@@ -55,14 +55,26 @@ describe("s3 strategy", () => {
   });
 
   test("the server does not serve s3 objects itself", async () => {
-    const png = new Uint8Array(await (await import("sharp")).default({ create: { width: 8, height: 8, channels: 3, background: "red" } }).png().toBuffer());
+    const png = new Uint8Array(
+      await (await import("sharp"))
+        .default({ create: { width: 8, height: 8, channels: 3, background: "red" } })
+        .png()
+        .toBuffer(),
+    );
     const d = (await ctx.upload(user.token, { bytes: png, filename: "a.png", contentType: "image/png" })).body.data;
     await expectStatus(await ctx.request(`/i/${d.pathname}`), 404);
   });
 
   test("an unreachable bucket: 500, nothing recorded or charged", async () => {
     await ctx.admin("PATCH", `/api/admin/strategies/${strategyId}`, {
-      config: { bucket: "images", endpoint: "http://127.0.0.1:9", region: "us-east-1", access_key_id: "x", secret_access_key: "y", url: "https://cdn.example.com" },
+      config: {
+        bucket: "images",
+        endpoint: "http://127.0.0.1:9",
+        region: "us-east-1",
+        access_key_id: "x",
+        secret_access_key: "y",
+        url: "https://cdn.example.com",
+      },
     });
     const before = (await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).body.data;
     const jpeg = await makeNoisyJpeg(100, 100);

@@ -59,7 +59,11 @@ describe("serving local objects at /i/<path>", () => {
       const res = await ctx.request(path, { method, body: method === "PUT" || method === "POST" ? "overwrite" : undefined });
       const body = await expectStatus(res, 405);
       expect(res.headers.get("allow")).toBe("GET, HEAD");
-      expect(body).toEqual({ status: false, message: "Method not allowed: images are read with GET or HEAD; upload and delete them through /api/v1.", data: null });
+      expect(body).toEqual({
+        status: false,
+        message: "Method not allowed: images are read with GET or HEAD; upload and delete them through /api/v1.",
+        data: null,
+      });
     }
     const res = await ctx.request(path);
     expect(Buffer.from(await expectStatus(res, 200)).equals(Buffer.from(jpeg))).toBe(true);

@@ -39,13 +39,15 @@ async function issueTokens(permanentToken: string, num: number, seconds = 3600):
 const uploadWith = (token: string) => ctx.upload(token, { bytes: png, filename: "a.png", contentType: "image/png" });
 /** The temporary token as a form field, which the service reads only before the file part. */
 function uploadWithField(token: string) {
-  const m = multipart([{ name: "token", value: token }, { name: "file", value: png, filename: "a.png", contentType: "image/png" }]);
+  const m = multipart([
+    { name: "token", value: token },
+    { name: "file", value: png, filename: "a.png", contentType: "image/png" },
+  ]);
   return ctx.json("/api/v1/upload", { method: "POST", headers: { "content-type": m.contentType }, body: m.body });
 }
 
 /** A second permanent token for the user, as `id|raw`. */
-const createPermanentToken = (userId: number): Promise<{ id: number; token: string }> =>
-  ctx.admin("POST", `/api/admin/users/${userId}/tokens`);
+const createPermanentToken = (userId: number): Promise<{ id: number; token: string }> => ctx.admin("POST", `/api/admin/users/${userId}/tokens`);
 
 const permanentId = (token: string) => Number(token.split("|")[0]);
 
@@ -82,7 +84,10 @@ describe("revoking a permanent token", () => {
   test("revoking one temporary token leaves its issuer and its siblings working", async () => {
     const user = await ctx.createUser();
     const [a, b] = await issueTokens(user.token, 2);
-    const [row] = await ctx.db.select({ id: tokens.id }).from(tokens).where(eq(tokens.secretHash, sha256Hex(a!.token)));
+    const [row] = await ctx.db
+      .select({ id: tokens.id })
+      .from(tokens)
+      .where(eq(tokens.secretHash, sha256Hex(a!.token)));
     expectStatus(await adminCall("DELETE", `/api/admin/tokens/${row!.id}`), 200);
     expectStatus(await uploadWith(a!.token), 401);
     expectStatus(await uploadWith(b!.token), 200);
@@ -103,13 +108,7 @@ describe("revoking a permanent token", () => {
   test("issuing concurrently with revocation never leaves a working temporary token behind", async () => {
     const user = await ctx.createUser();
     const parents = await Promise.all(Array.from({ length: 8 }, () => createPermanentToken(user.id)));
-    const answers = await Promise.all(
-      parents.flatMap((p) => [
-        issue(p.token, 3),
-        issue(p.token, 3),
-        adminCall("DELETE", `/api/admin/tokens/${p.id}`),
-      ]),
-    );
+    const answers = await Promise.all(parents.flatMap((p) => [issue(p.token, 3), issue(p.token, 3), adminCall("DELETE", `/api/admin/tokens/${p.id}`)]));
     for (const a of answers) expect([200, 401]).toContain(a.status);
     const parent = alias(tokens, "parent");
     const leftOver = await ctx.db
@@ -146,7 +145,10 @@ describe("GET /api/admin/users/{id}/tokens", () => {
     ]);
     const temporaryIds = await Promise.all(
       [...fromFirst, ...fromOther].map(async ({ token }) => {
-        const [row] = await ctx.db.select({ id: tokens.id }).from(tokens).where(eq(tokens.secretHash, sha256Hex(token)));
+        const [row] = await ctx.db
+          .select({ id: tokens.id })
+          .from(tokens)
+          .where(eq(tokens.secretHash, sha256Hex(token)));
         return row!.id;
       }),
     );

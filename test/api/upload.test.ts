@@ -144,7 +144,10 @@ describe("a successful upload", () => {
   });
 
   test("EXIF-rotated JPEG reports its displayed dimensions", async () => {
-    const jpeg = await sharp({ create: { width: 60, height: 20, channels: 3, background: "red" } }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
+    const jpeg = await sharp({ create: { width: 60, height: 20, channels: 3, background: "red" } })
+      .jpeg()
+      .withMetadata({ orientation: 6 })
+      .toBuffer();
     const res = await ctx.upload(alice.token, { bytes: new Uint8Array(jpeg), filename: "r.jpeg", contentType: "image/jpeg" });
     expect([res.body.data.width, res.body.data.height]).toEqual([20, 60]);
   });
@@ -164,7 +167,12 @@ describe("a successful upload", () => {
   });
 
   test("real clients: no Accept, strategy_id in the query, stray fields, octet-stream type, token in a form field", async () => {
-    const viaQuery = await ctx.upload(alice.token, { bytes: png, filename: "a.PNG", contentType: "application/octet-stream" }, { ssl: "true", foo: "bar" }, { query: "?strategy_id=1" });
+    const viaQuery = await ctx.upload(
+      alice.token,
+      { bytes: png, filename: "a.PNG", contentType: "application/octet-stream" },
+      { ssl: "true", foo: "bar" },
+      { query: "?strategy_id=1" },
+    );
     expectStatus(viaQuery, 200);
     expect(viaQuery.body.data.extension).toBe("png");
     const { body } = await ctx.json("/api/v1/images/tokens", {
@@ -219,7 +227,9 @@ describe("snippets stay correct for awkward names", () => {
   test("an RFC 5987 filename* is decoded", async () => {
     const boundary = "XyZ";
     const body = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="fallback.png"; filename*=UTF-8''%E5%9B%BE%E7%89%87.png\r\nContent-Type: image/png\r\n\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="fallback.png"; filename*=UTF-8''%E5%9B%BE%E7%89%87.png\r\nContent-Type: image/png\r\n\r\n`,
+      ),
       Buffer.from(png),
       Buffer.from(`\r\n--${boundary}--\r\n`),
     ]);
@@ -292,19 +302,23 @@ describe("check 1: format", () => {
     const res = await ctx.json("/api/v1/upload", {
       method: "POST",
       headers: { ...ctx.bearer(alice.token), "content-type": "multipart/form-data; boundary=abc" },
-      body: "--abc\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\n\r\nno closing boundary",
+      body: '--abc\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nno closing boundary',
     });
     expectStatus(res, 400);
     expect(res.body.message).toContain("Malformed");
   });
 
   test("ill-typed fields → 422 naming each field", async () => {
-    const res = await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, {
-      strategy_id: "abc",
-      album_id: "-1",
-      permission: "2",
-      expired_at: "tomorrow",
-    });
+    const res = await ctx.upload(
+      alice.token,
+      { bytes: png, filename: "a.png", contentType: "image/png" },
+      {
+        strategy_id: "abc",
+        album_id: "-1",
+        permission: "2",
+        expired_at: "tomorrow",
+      },
+    );
     expectStatus(res, 422);
     expect(Object.keys(res.body.errors).sort()).toEqual(["album_id", "expired_at", "permission", "strategy_id"]);
   });
@@ -368,7 +382,12 @@ describe("check 7: retention", () => {
     expectStatus(pastRes, 422);
     expect(Object.keys(pastRes.body.errors)).toEqual(["expired_at"]);
     const far = new Date(ctx.now().getTime() + 7200_000).toISOString();
-    await expectRefused(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { expired_at: far }), 400, "retention", before);
+    await expectRefused(
+      await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { expired_at: far }),
+      400,
+      "retention",
+      before,
+    );
 
     const soon = new Date(Math.floor(ctx.now().getTime() / 1000) * 1000 + 1800_000);
     const withOffset = soon.toISOString().replace("Z", "+00:00");
@@ -390,8 +409,18 @@ describe("check 8: albums and guests", () => {
     const bob = await ctx.createUser();
     const album = await ctx.admin("POST", `/api/admin/users/${bob.id}/albums`, { name: "bob's" });
     const before = await snapshot();
-    await expectRefused(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { album_id: String(album.id) }), 400, "album", before);
-    await expectRefused(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { album_id: "999999" }), 400, "album", before);
+    await expectRefused(
+      await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { album_id: String(album.id) }),
+      400,
+      "album",
+      before,
+    );
+    await expectRefused(
+      await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, { album_id: "999999" }),
+      400,
+      "album",
+      before,
+    );
   });
 
   test("guests upload public images without an account; no albums, no private images", async () => {
@@ -453,7 +482,12 @@ describe("check 9: content review", () => {
     await useWebhook(false);
     verdict = { allow: false, reason: "nudity" };
     const before = await snapshot();
-    await expectRefused(await ctx.upload(alice.token, { bytes: png, filename: "no.png", contentType: "image/png" }), 400, "rejected by content review: nudity", before);
+    await expectRefused(
+      await ctx.upload(alice.token, { bytes: png, filename: "no.png", contentType: "image/png" }),
+      400,
+      "rejected by content review: nudity",
+      before,
+    );
   });
 
   test("timeout or failure: fail-closed refuses, fail-open accepts", async () => {
@@ -493,9 +527,7 @@ describe("failures halfway", () => {
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { uploads_per_minute: 100 });
     const filesBefore = storedFiles();
     // make the final transaction fail: the frequency log table refuses inserts for this test
-    await ctx.db.execute(
-      "create or replace function refuse() returns trigger language plpgsql as $$ begin raise exception 'disk full'; end $$" as never,
-    );
+    await ctx.db.execute("create or replace function refuse() returns trigger language plpgsql as $$ begin raise exception 'disk full'; end $$" as never);
     await ctx.db.execute("create trigger refuse_log before insert on upload_log for each row execute function refuse()" as never);
     try {
       const big = await makeNoisyJpeg(800, 600);

@@ -54,7 +54,10 @@ async function upload(width: number, height: number, name: string) {
 }
 
 async function rowsOf(imagePath: string): Promise<{ width: number; format: string }[]> {
-  const stem = imagePath.split("/").pop()!.replace(/\.[^.]*$/, "");
+  const stem = imagePath
+    .split("/")
+    .pop()!
+    .replace(/\.[^.]*$/, "");
   const result = await ctx.db.execute(sql`select width, format, path from image_variants order by id`);
   const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { width: number; format: string; path: string }[];
   return rows.filter((r) => r.path.split("/").pop()!.startsWith(`${stem}_`)).map(({ width, format }) => ({ width, format }));
@@ -239,7 +242,8 @@ describe("other causes", () => {
   test("a full work queue: the original, briefly cached, and no memory of it (the next request makes the variant)", async () => {
     const up = await upload(900, 600, "busy.jpg");
     const run = imageWork.run;
-    imageWork.run = () => Promise.reject(new AppError("too_many_requests", "The server is busy processing images: retry in a few seconds.", undefined, { "retry-after": "2" }));
+    imageWork.run = () =>
+      Promise.reject(new AppError("too_many_requests", "The server is busy processing images: retry in a few seconds.", undefined, { "retry-after": "2" }));
     try {
       await expectFallback(await get(`/i/${up.pathname}?w=320&format=avif`), "image/jpeg", 900, "busy");
     } finally {

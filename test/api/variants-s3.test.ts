@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { S3Client } from "bun";
+import type { S3Client } from "bun";
 import { sql } from "drizzle-orm";
 import sharp from "sharp";
 import { DecoderPool } from "../../src/images/decoder.ts";
@@ -103,7 +103,10 @@ describe("variants on an S3 strategy", () => {
 
   test("expiry removes the variant objects from the bucket with the image", async () => {
     const expires = new Date(ctx.now().getTime() + 30_000).toISOString();
-    const d = expectStatus(await ctx.upload(user.token, { bytes: await makeNoisyJpeg(800, 600), filename: "exp.jpg", contentType: "image/jpeg" }, { expired_at: expires }), 200).data;
+    const d = expectStatus(
+      await ctx.upload(user.token, { bytes: await makeNoisyJpeg(800, 600), filename: "exp.jpg", contentType: "image/jpeg" }, { expired_at: expires }),
+      200,
+    ).data;
     const res = await ctx.request(`/i/${d.pathname}?w=160&format=webp`, { headers: { "x-forwarded-for": "198.51.100.42" } });
     expect(res.status).toBe(302);
     const key = new URL(res.headers.get("location")!).pathname.slice("/images/".length);
@@ -141,7 +144,8 @@ describe("variants on an S3 strategy", () => {
     let calls = 0;
     decoders.variant = (...args: Parameters<typeof real>) => (++calls === 1 ? tiny.variant(...args) : real.apply(decoders, args));
     try {
-      const ask = () => ctx.request(`/i/${d.pathname}?w=320&format=auto`, { headers: { "x-forwarded-for": "198.51.100.44", accept: "image/avif,image/webp,*/*" } });
+      const ask = () =>
+        ctx.request(`/i/${d.pathname}?w=320&format=auto`, { headers: { "x-forwarded-for": "198.51.100.44", accept: "image/avif,image/webp,*/*" } });
       const first = await ask();
       expect(first.status).toBe(302);
       expect(first.headers.get("location")).toBe(d.url);

@@ -56,7 +56,10 @@ function variantFiles(): string[] {
 
 /** The variant rows of an uploaded image (by its stored name's stem, which its variants' names begin with). */
 async function rowsOf(up: { pathname: string }) {
-  const stem = up.pathname.split("/").pop()!.replace(/\.[^.]*$/, "");
+  const stem = up.pathname
+    .split("/")
+    .pop()!
+    .replace(/\.[^.]*$/, "");
   return (await variantRows()).filter((r) => r.path.split("/").pop()!.startsWith(`${stem}_`));
 }
 
@@ -319,13 +322,13 @@ describe("delete, expiry and the reconciler", () => {
     const path = new URL(up.url).pathname;
     await expectStatus(await get(`${path}?w=160&format=webp`), 200);
     await expectStatus(await get(`${path}?w=320&format=png`), 200);
-    const mine = (await rowsOf(up));
+    const mine = await rowsOf(up);
     expect(mine.length).toBe(2);
     for (const r of mine) expect(existsSync(join(root, r.path))).toBe(true);
     const del = await ctx.json(`/api/v1/images/${up.key}`, { method: "DELETE", headers: ctx.bearer(user.token) });
     expect(del.status).toBe(200);
     for (const r of mine) expect(existsSync(join(root, r.path))).toBe(false);
-    expect((await rowsOf(up))).toEqual([]);
+    expect(await rowsOf(up)).toEqual([]);
     expect((await get(`${path}?w=160&format=webp`)).status).toBe(404);
     expect((await get(path)).status).toBe(404);
   });
@@ -337,19 +340,19 @@ describe("delete, expiry and the reconciler", () => {
     const served = await get(`${path}?w=160&format=webp`);
     await expectStatus(served, 200);
     expect(served.headers.get("cache-control")).toMatch(/^public, max-age=(29|30)$/); // the image's expiry, not a year
-    const mine = (await rowsOf(up));
+    const mine = await rowsOf(up);
     expect(mine.length).toBe(1);
     ctx.advance(31_000);
     expect((await get(`${path}?w=160&format=webp`)).status).toBe(404);
     expect(await sweepExpired(ctx.deps)).toBeGreaterThanOrEqual(1);
     expect(existsSync(join(root, mine[0]!.path))).toBe(false);
-    expect((await rowsOf(up))).toEqual([]);
+    expect(await rowsOf(up)).toEqual([]);
   });
 
   test("the reconciler keeps live variants and quarantines a variant file no row names", async () => {
     const up = await upload(await makeNoisyJpeg(800, 600), "rec.jpg", "image/jpeg");
     await expectStatus(await get(`${new URL(up.url).pathname}?w=320&format=webp`), 200);
-    const live = (await rowsOf(up));
+    const live = await rowsOf(up);
     expect(live.length).toBe(1);
     const orphan = `variants/2026/01/02/${"A".repeat(20)}_320_abcdefgh.webp`;
     mkdirSync(dirname(join(root, orphan)), { recursive: true });
@@ -404,11 +407,11 @@ describe("cached variants are served like originals", () => {
     const up = await upload(await makeImage("png", 700, 500), "lost.png", "image/png");
     const path = `${new URL(up.url).pathname}?w=320&format=webp`;
     await expectStatus(await get(path), 200);
-    const [row] = (await rowsOf(up));
+    const [row] = await rowsOf(up);
     await Bun.file(join(root, row!.path)).delete();
     const again = await get(path);
     expect((await sharp((await expectStatus(again, 200)) as Uint8Array).metadata()).width).toBe(320);
-    const rows = (await rowsOf(up));
+    const rows = await rowsOf(up);
     expect(rows.length).toBe(1);
     expect(existsSync(join(root, rows[0]!.path))).toBe(true);
   });

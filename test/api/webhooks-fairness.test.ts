@@ -130,7 +130,9 @@ describe("a hanging endpoint", () => {
       const otherExpected = otherKeys.length * 2;
       await until("every site-wide and other-account delivery", () => purge.got.size >= siteExpected && quick.got.size >= otherExpected).catch(async (e) => {
         const late = rowsOf<{ id: string; message_id: string; status: string; attempts: number }>(
-          await ctx.db.execute(sql`select id, message_id, status, attempts from webhook_deliveries where endpoint_id in (${mine.endpoint.id}, ${site.endpoint.id})`),
+          await ctx.db.execute(
+            sql`select id, message_id, status, attempts from webhook_deliveries where endpoint_id in (${mine.endpoint.id}, ${site.endpoint.id})`,
+          ),
         ).filter((r) => !purge.got.has(r.message_id) && !quick.got.has(r.message_id));
         throw new Error(`${(e as Error).message}: not received ${JSON.stringify(late)}`);
       });

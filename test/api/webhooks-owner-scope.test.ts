@@ -26,7 +26,10 @@ const PASSWORD = "correct horse battery";
 let ctx: TestContext;
 let queue: Awaited<ReturnType<typeof startQueue>>;
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `198.51.100.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `198.51.100.${++addressSeq}`,
+);
 const location = (res: Response) => res.headers.get("location");
 const events = (...names: string[]) => Object.fromEntries(names.map((n) => [`event_${n}`, "1"]));
 const api = (method: string, path: string, body?: unknown) =>
@@ -105,9 +108,21 @@ async function upload(token: string) {
 }
 
 const deliveries = (endpointId: number) =>
-  ctx.db.execute(sql`select id, message_id, status, attempts, last_status_code, last_latency_ms, last_error from webhook_deliveries where endpoint_id = ${endpointId} order by id`).then((r) =>
-    rowsOf<{ id: string; message_id: string; status: string; attempts: number; last_status_code: number | null; last_latency_ms: number | null; last_error: string | null }>(r),
-  );
+  ctx.db
+    .execute(
+      sql`select id, message_id, status, attempts, last_status_code, last_latency_ms, last_error from webhook_deliveries where endpoint_id = ${endpointId} order by id`,
+    )
+    .then((r) =>
+      rowsOf<{
+        id: string;
+        message_id: string;
+        status: string;
+        attempts: number;
+        last_status_code: number | null;
+        last_latency_ms: number | null;
+        last_error: string | null;
+      }>(r),
+    );
 
 async function userEndpoint(visitor: InstanceType<typeof Visitor>, url: string, ...names: string[]) {
   const res = await visitor.post("/user/webhooks", { url, ...events(...(names.length ? names : ["image.uploaded"])) });
@@ -138,7 +153,10 @@ describe("WEBHOOK_ALLOW and a user's endpoint: the group's grant", () => {
     expect(made.res.status).toBe(200);
     expect(made.id).toBeGreaterThan(0);
     await upload(user.token);
-    await until("the user's and the site's deliveries", async () => (await deliveries(made.id))[0]?.status === "delivered" && (await deliveries(site.id))[0]?.status === "delivered");
+    await until(
+      "the user's and the site's deliveries",
+      async () => (await deliveries(made.id))[0]?.status === "delivered" && (await deliveries(site.id))[0]?.status === "delivered",
+    );
     expect(r.got).toHaveLength(2);
 
     // withdrawn: checked again at delivery, the user's is refused (saying no address), the site's still goes out
@@ -177,7 +195,9 @@ describe("WEBHOOK_ALLOW and a user's endpoint: the group's grant", () => {
       webhook_allow_internal: "1",
     });
     expect([res.status, location(res)]).toEqual([303, "/user/admin/groups?done=created"]);
-    const group = ((await ctx.admin("GET", "/api/admin/groups?per_page=500")).groups as { id: number; name: string; webhook_allow_internal: boolean }[]).find((g) => g.name === name)!;
+    const group = ((await ctx.admin("GET", "/api/admin/groups?per_page=500")).groups as { id: number; name: string; webhook_allow_internal: boolean }[]).find(
+      (g) => g.name === name,
+    )!;
     expect(group.webhook_allow_internal).toBe(true);
     const edit = await (await visitor.get(`/user/admin/groups/${group.id}`)).text();
     expect(edit).toMatch(/name="webhook_allow_internal" value="1" checked/);
@@ -298,7 +318,7 @@ describe("switching an endpoint off and on", () => {
     expect(html).toMatch(/<input type="checkbox" id="resend-missed" name="resend" value="1" checked/);
     const since = /id="resend-missed-since" name="since" type="datetime-local" value="([^"]+)"/.exec(html)?.[1];
     expect(since).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}$/);
-    expect(html).not.toContain('action="/user/webhooks/' + made.id + '/resend-failed"'); // off: nothing to send it to
+    expect(html).not.toContain(`action="/user/webhooks/${made.id}/resend-failed"`); // off: nothing to send it to
 
     const on = await visitor.post(`${page}/enable`, { resend: "1", since: since! });
     expect([on.status, location(on)]).toEqual([303, `${page}?done=enabled-resent&n=2`]);

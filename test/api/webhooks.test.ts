@@ -92,8 +92,18 @@ const del = async (user: TestUser, key: string) =>
   expectStatus(await ctx.json(`/api/v1/images/${encodeURIComponent(key)}`, { method: "DELETE", headers: ctx.bearer(user.token) }), 200);
 
 async function deliveriesOf(endpointId: number) {
-  return rowsOf<{ id: string; event_type: string; subject: string; status: string; attempts: number; last_status_code: number | null; last_error: string | null }>(
-    await ctx.db.execute(sql`select id, event_type, subject, status, attempts, last_status_code, last_error from webhook_deliveries where endpoint_id = ${endpointId} order by id`),
+  return rowsOf<{
+    id: string;
+    event_type: string;
+    subject: string;
+    status: string;
+    attempts: number;
+    last_status_code: number | null;
+    last_error: string | null;
+  }>(
+    await ctx.db.execute(
+      sql`select id, event_type, subject, status, attempts, last_status_code, last_error from webhook_deliveries where endpoint_id = ${endpointId} order by id`,
+    ),
   );
 }
 
@@ -185,7 +195,9 @@ describe("events", () => {
     // and a refused upload (a 4xx) writes none either
     const refused = await ctx.upload(alice.token, { bytes: new TextEncoder().encode("not an image"), filename: "x.png", contentType: "image/png" });
     expect(refused.status).toBeGreaterThanOrEqual(400);
-    const jobs = rowsOf<{ n: number }>(await ctx.db.execute(sql`select count(*)::int as n from graphile_worker.jobs where task_identifier in ('webhook_event', 'webhook_deliver')`));
+    const jobs = rowsOf<{ n: number }>(
+      await ctx.db.execute(sql`select count(*)::int as n from graphile_worker.jobs where task_identifier in ('webhook_event', 'webhook_deliver')`),
+    );
     expect(jobs[0]!.n).toBe(0);
     expect(await deliveriesOf(endpoint.id)).toEqual([]);
   });
@@ -213,7 +225,15 @@ describe("events", () => {
 
   test("a webhook_event job left queued by an earlier version still makes its deliveries", async () => {
     const { r, endpoint } = await subscribe(alice);
-    const payload = { id: "msg_legacy1", seq: 1, type: "image.deleted", timestamp: new Date().toISOString(), owner_id: alice.id, subject: "image:legacy", data: { key: "legacy" } };
+    const payload = {
+      id: "msg_legacy1",
+      seq: 1,
+      type: "image.deleted",
+      timestamp: new Date().toISOString(),
+      owner_id: alice.id,
+      subject: "image:legacy",
+      data: { key: "legacy" },
+    };
     await ctx.db.execute(sql`select graphile_worker.add_job('webhook_event', ${JSON.stringify(payload)}::json, queue_name => 'webhook_events')`);
     await until("the legacy event", () => r.got.length >= 1);
     expect(r.got[0]).toMatchObject({ id: "msg_legacy1", type: "image.deleted", verified: true, data: { key: "legacy" } });
@@ -396,7 +416,11 @@ describe("the verification code of docs/webhooks.md", () => {
       const { headers, body } = seen[0]!;
       const check = async (key: string, text: string) => {
         const script = `${python}\nimport json, sys\nj = json.load(sys.stdin)\nprint(verify(j["secret"], j["headers"], j["body"].encode()))\n`;
-        const proc = Bun.spawn(["python3", "-c", script], { stdin: new TextEncoder().encode(JSON.stringify({ secret: key, headers, body: text })), stdout: "pipe", stderr: "pipe" });
+        const proc = Bun.spawn(["python3", "-c", script], {
+          stdin: new TextEncoder().encode(JSON.stringify({ secret: key, headers, body: text })),
+          stdout: "pipe",
+          stderr: "pipe",
+        });
         const out = (await new Response(proc.stdout).text()).trim();
         expect(await proc.exited, await new Response(proc.stderr).text()).toBe(0);
         return out;
@@ -436,7 +460,11 @@ describe("SSRF at delivery", () => {
     let answer = "127.0.0.1";
     settings.resolve = async () => [answer];
     try {
-      const { endpoint, secret } = await createEndpoint(ctx.deps, { ownerId: alice.id }, { url: `http://hooks.rebind.test:${port}/hook`, events: ["image.uploaded"] });
+      const { endpoint, secret } = await createEndpoint(
+        ctx.deps,
+        { ownerId: alice.id },
+        { url: `http://hooks.rebind.test:${port}/hook`, events: ["image.uploaded"] },
+      );
       r.secret = secret;
       answer = "10.0.0.5";
       const { logged } = await quietly(async () => {

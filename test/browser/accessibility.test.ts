@@ -58,7 +58,10 @@ interface Violation {
 }
 
 const api = async (path: string, init: RequestInit & { bearer?: string } = {}) => {
-  const res = await fetch(`${origin}${path}`, { ...init, headers: { ...(init.bearer ? { authorization: `Bearer ${init.bearer}` } : {}), ...(init.headers ?? {}) } });
+  const res = await fetch(`${origin}${path}`, {
+    ...init,
+    headers: { ...(init.bearer ? { authorization: `Bearer ${init.bearer}` } : {}), ...(init.headers ?? {}) },
+  });
   return { status: res.status, body: (await res.json()) as any };
 };
 
@@ -127,9 +130,7 @@ const ASSET = /\.(png|jpe?g|gif|webp|avif|svg|ico|tiff?|bmp|css|js|json|sxcu|sh|
 
 /** Links of the page worth crawling: same origin, under /user/, not sign-out, not an asset or a download. */
 async function linksOf(page: Page): Promise<URL[]> {
-  const found = await page.locator("a[href]").evaluateAll((as) =>
-    as.filter((a) => !a.hasAttribute("download")).map((a) => (a as HTMLAnchorElement).href),
-  );
+  const found = await page.locator("a[href]").evaluateAll((as) => as.filter((a) => !a.hasAttribute("download")).map((a) => (a as HTMLAnchorElement).href));
   const out: URL[] = [];
   for (const href of found) {
     const url = new URL(href);
@@ -145,7 +146,11 @@ async function linksOf(page: Page): Promise<URL[]> {
 async function axe(page: Page): Promise<Violation[]> {
   // legacy mode: axe.run in the page itself (the pages have no frames), not runPartial then finishRun in a new page;
   // only the violations' nodes are collected. Both make a run several times faster on this 2-core machine.
-  const results = await new AxeBuilder({ page }).withTags(TAGS).options({ resultTypes: ["violations"] }).setLegacyMode(true).analyze();
+  const results = await new AxeBuilder({ page })
+    .withTags(TAGS)
+    .options({ resultTypes: ["violations"] })
+    .setLegacyMode(true)
+    .analyze();
   return results.violations.map((v) => ({
     id: v.id,
     impact: v.impact ?? "unknown",
@@ -185,7 +190,15 @@ interface PageCheck {
 }
 
 /** axe, status, loopback, script errors, focus indicator, screenshot: what is wrong goes to `problems`. */
-async function checkPage(page: Page, url: URL, status: number | undefined, label: string, out: PageCheck, expectedStatus: number, before: ReturnType<typeof mark>) {
+async function checkPage(
+  page: Page,
+  url: URL,
+  status: number | undefined,
+  label: string,
+  out: PageCheck,
+  expectedStatus: number,
+  before: ReturnType<typeof mark>,
+) {
   const where = `${label} ${url.pathname}${url.search}`;
   const { foreignBefore, errorsBefore } = before;
   if (status !== expectedStatus) out.problems.push(`${where}: HTTP ${status}, expected ${expectedStatus}`);
@@ -209,7 +222,8 @@ async function checkPage(page: Page, url: URL, status: number | undefined, label
   await page.screenshot({ path: join(ARTIFACTS, fileOf(`${label}-`, url)), fullPage: true });
   const t2 = performance.now();
   const focus = await focusAfterTab(page);
-  if (process.env.A11Y_TIMING) console.log(`${where}: axe ${Math.round(t1 - t0)} ms, screenshot ${Math.round(t2 - t1)} ms, focus ${Math.round(performance.now() - t2)} ms`);
+  if (process.env.A11Y_TIMING)
+    console.log(`${where}: axe ${Math.round(t1 - t0)} ms, screenshot ${Math.round(t2 - t1)} ms, focus ${Math.round(performance.now() - t2)} ms`);
   if (!focus.indicator) out.problems.push(`${where}: no visible focus indicator after Tab on ${focus.element} (${focus.style})`);
   // anything asynchronous the page started (thumbnails, scripts) has had axe's run to finish
   if (site.foreign.length > foreignBefore) out.problems.push(`${where}: requests left loopback: ${site.foreign.slice(foreignBefore).join(", ")}`);
@@ -316,7 +330,10 @@ describe.skipIf(!hasChromium)("accessibility: every page in Chromium, axe, the k
           // the 404 page's own status is logged by Chromium as a failed resource
           if (m.type() === "error" && !/status of 404/.test(m.text())) site.pageErrors.push(`${page.url()}: console: ${m.text()}`);
         });
-        for (const [path, status] of [["/user/login", 200], ["/user/register", 200]] as const) {
+        for (const [path, status] of [
+          ["/user/login", 200],
+          ["/user/register", 200],
+        ] as const) {
           const before = mark();
           const res = await page.goto(`${origin}${path}`);
           await checkPage(page, new URL(page.url()), res?.status(), `anonymous-${width}`, out, status, before);
@@ -378,7 +395,7 @@ describe.skipIf(!hasChromium)("accessibility: every page in Chromium, axe, the k
     await tabTo(page, "input#settings-registration-enabled");
     await page.keyboard.press("Space");
     expect(await page.locator("input#settings-registration-enabled").isChecked()).toBe(true);
-    await tabTo(page, 'main form button[type=submit]', { max: 5 });
+    await tabTo(page, "main form button[type=submit]", { max: 5 });
     await Promise.all([page.waitForURL(/\/user\/admin\/settings\?done=saved/), page.keyboard.press("Enter")]);
     await page.getByRole("status").filter({ hasText: "Settings saved." }).waitFor();
     try {

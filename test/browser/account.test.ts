@@ -46,14 +46,16 @@ async function signIn(p: Page) {
 
 /** Every visible form field has a label a screen reader reads (the fallback fields too). */
 async function expectLabelled(p: Page) {
-  const unlabelled = await p.locator("input:not([type=hidden]), select, textarea").evaluateAll((els) =>
-    els.filter((e) => !((e as HTMLInputElement).labels?.length || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby"))).map((e) => e.outerHTML),
-  );
+  const unlabelled = await p
+    .locator("input:not([type=hidden]), select, textarea")
+    .evaluateAll((els) =>
+      els.filter((e) => !((e as HTMLInputElement).labels?.length || e.getAttribute("aria-label") || e.getAttribute("aria-labelledby"))).map((e) => e.outerHTML),
+    );
   expect(unlabelled).toEqual([]);
 }
 
 /** What a UTC instant reads as in Tokyo (UTC+9, no daylight saving time). */
-const inTokyo = (iso: string) => new Date(new Date(iso).getTime() + 9 * 3_600_000).toISOString().replace("T", " ").slice(0, 16) + " GMT+9";
+const inTokyo = (iso: string) => `${new Date(new Date(iso).getTime() + 9 * 3_600_000).toISOString().replace("T", " ").slice(0, 16)} GMT+9`;
 
 describe.skipIf(!hasChromium)("the account page and small things in Chromium", () => {
   beforeAll(async () => {
@@ -76,7 +78,9 @@ describe.skipIf(!hasChromium)("the account page and small things in Chromium", (
     await page.getByTestId("new-token").waitFor();
     for (const path of ["/user/account", "/user/tokens"]) {
       await page.goto(`${origin}${path}`);
-      const times = await page.locator("main time[datetime]").evaluateAll((els) => els.map((e) => ({ iso: e.getAttribute("datetime")!, text: e.textContent!, title: e.getAttribute("title")! })));
+      const times = await page
+        .locator("main time[datetime]")
+        .evaluateAll((els) => els.map((e) => ({ iso: e.getAttribute("datetime")!, text: e.textContent!, title: e.getAttribute("title")! })));
       expect(times.length, path).toBeGreaterThan(0);
       for (const t of times) {
         expect(t.text).toBe(inTokyo(t.iso));
@@ -107,7 +111,11 @@ describe.skipIf(!hasChromium)("the account page and small things in Chromium", (
     expect(texts.length).toBeGreaterThan(0);
     for (const text of texts) expect(text).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     await plain.goto(`${origin}/user/tokens`);
-    await plain.locator("tbody tr").first().getByRole("button", { name: /^Revoke Token #/ }).click();
+    await plain
+      .locator("tbody tr")
+      .first()
+      .getByRole("button", { name: /^Revoke Token #/ })
+      .click();
     await plain.getByTestId("token-name").waitFor();
     await expect(plain.getByTestId("token-name").textContent()).resolves.toMatch(/^Token #\d+, created \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     await shot(plain, "03-revoke-without-script");
@@ -117,7 +125,10 @@ describe.skipIf(!hasChromium)("the account page and small things in Chromium", (
 
   test("the account page lists the sessions, marks this one, and ends another", async () => {
     const desk = await newContext({ viewport: { width: 1280, height: 860 } });
-    const other = await newContext({ viewport: { width: 1280, height: 860 }, userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1" });
+    const other = await newContext({
+      viewport: { width: 1280, height: 860 },
+      userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+    });
     const page = await desk.newPage();
     const phone = await other.newPage();
     await signIn(page);

@@ -110,7 +110,7 @@ async function controlsIn(p: Page, region: string, round: number): Promise<Contr
       const seen = new Map<string, number>();
       return els.map((el, i) => {
         const e = el as HTMLElement;
-        const text = (e.getAttribute("aria-label") || e.innerText || e.getAttribute("title") || e.getAttribute("name") || "").replace(/\s+/g, " ").trim();
+        const text = (e.getAttribute("aria-label") || e.textContent || e.getAttribute("title") || e.getAttribute("name") || "").replace(/\s+/g, " ").trim();
         const name = text.slice(0, 80) || `(${e.tagName.toLowerCase()}${e.classList.length ? "." : ""}${Array.from(e.classList).slice(0, 3).join(".")})`;
         const href = e.getAttribute("href");
         const base = `${e.tagName.toLowerCase()}|${name}|${href ?? ""}`;
@@ -135,7 +135,9 @@ async function controlsIn(p: Page, region: string, round: number): Promise<Contr
 /** Waits for the page's transitions (a modal opening or closing) to finish; endless ones (spinners) aside. */
 async function quiet(p: Page) {
   await p
-    .waitForFunction(() => document.getAnimations().every((a) => a.playState !== "running" || a.effect?.getTiming().iterations === Infinity), null, { timeout: 3_000 })
+    .waitForFunction(() => document.getAnimations().every((a) => a.playState !== "running" || a.effect?.getTiming().iterations === Infinity), null, {
+      timeout: 3_000,
+    })
     .catch(() => {});
 }
 
@@ -218,15 +220,31 @@ async function clickEverything(p: Page, region: string, label: string, options: 
       clicked.push(next.name);
     } catch (err) {
       const covered = /intercepts pointer events/.test(String(err));
-      if (covered && (await control.dispatchEvent("click").then(() => true, () => false))) {
+      if (
+        covered &&
+        (await control.dispatchEvent("click").then(
+          () => true,
+          () => false,
+        ))
+      ) {
         clickedLog.push(`${label}\t${next.name}\t${next.href ?? ""}\tclick dispatched (covered until hovered)`);
         clicked.push(next.name);
-      } else if (await control.click({ timeout: CLICK_MS * 3 }).then(() => true, () => false)) {
+      } else if (
+        await control.click({ timeout: CLICK_MS * 3 }).then(
+          () => true,
+          () => false,
+        )
+      ) {
         // a busy machine can take longer than one step to make a control actionable: one slower try
         clickedLog.push(`${label}\t${next.name}\t${next.href ?? ""}\tclicked on the second try`);
         clicked.push(next.name);
       } else {
-        failed.push(`${next.name}: ${String(err).split("\n").slice(0, process.env.DOCS_TEST_DEBUG ? 30 : 1).join("\n")}`);
+        failed.push(
+          `${next.name}: ${String(err)
+            .split("\n")
+            .slice(0, process.env.DOCS_TEST_DEBUG ? 30 : 1)
+            .join("\n")}`,
+        );
       }
     }
     await p.waitForTimeout(150); // let whatever the click starts (fetches, popups) reach the route
@@ -340,7 +358,13 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
       const open = page.getByRole("button", { name: `Open Group - ${group}` });
       if (await open.count()) await open.first().click();
     }
-    for (const name of ["Upload an image", "List the account's images", "Delete an image", "Issue temporary upload tokens", "List the usable storage strategies"]) {
+    for (const name of [
+      "Upload an image",
+      "List the account's images",
+      "Delete an image",
+      "Issue temporary upload tokens",
+      "List the usable storage strategies",
+    ]) {
       await sidebar.getByText(name, { exact: true }).first().waitFor();
     }
     expect(received.some((r) => r.method === "GET" && r.path === "/docs/scalar.js")).toBe(true);
@@ -372,7 +396,13 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
     // nothing in the page's chrome leads to another host
     const offOrigin = await page
       .locator(`${SIDEBAR} a[href], header a[href]`)
-      .evaluateAll((els, origin) => els.filter((e) => (e as HTMLElement).checkVisibility() && new URL((e as HTMLAnchorElement).href).origin !== origin).map((e) => (e as HTMLAnchorElement).href), origin);
+      .evaluateAll(
+        (els, origin) =>
+          els
+            .filter((e) => (e as HTMLElement).checkVisibility() && new URL((e as HTMLAnchorElement).href).origin !== origin)
+            .map((e) => (e as HTMLAnchorElement).href),
+        origin,
+      );
     expect(offOrigin).toEqual([]);
   });
 
@@ -387,8 +417,14 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
     // Authentication is optional here (guests may list when guest upload is on): pick the spec's bearerAuth
     // scheme and type the user's token
     await client.getByRole("button", { name: "Select Auth Type" }).click();
-    await page.getByRole("option", { name: /bearerAuth/ }).first().click();
-    await client.getByRole("button", { name: /Auth Type/ }).first().click(); // closes the list
+    await page
+      .getByRole("option", { name: /bearerAuth/ })
+      .first()
+      .click();
+    await client
+      .getByRole("button", { name: /Auth Type/ })
+      .first()
+      .click(); // closes the list
     await client.getByPlaceholder("Token").fill(user.token);
 
     const before = received.length;
@@ -423,7 +459,10 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
 
     // the search finds an operation and goes there
     step = "search";
-    await p.locator(SIDEBAR).getByRole("button", { name: /Open Search/ }).click();
+    await p
+      .locator(SIDEBAR)
+      .getByRole("button", { name: /Open Search/ })
+      .click();
     await p.keyboard.type("upload");
     const result = p.getByRole("dialog").getByText("Upload an image").first();
     await result.waitFor();

@@ -75,7 +75,11 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
     await page.getByLabel("Select sunset.png").check();
     await page.getByRole("button", { name: "Make private" }).click();
     await page.locator(".grid .image").first().getByText("private").waitFor();
-    const listed = await fetch(`${origin}/api/v1/images`, { headers: { authorization: `Bearer ${(await site.admin("POST", `/api/admin/users/${(await site.admin("GET", "/api/admin/users?username=june")).users[0].id}/tokens`)).token}` } });
+    const listed = await fetch(`${origin}/api/v1/images`, {
+      headers: {
+        authorization: `Bearer ${(await site.admin("POST", `/api/admin/users/${(await site.admin("GET", "/api/admin/users?username=june")).users[0].id}/tokens`)).token}`,
+      },
+    });
     const items = ((await listed.json()) as any).data.data as { origin_name: string; is_public: boolean }[];
     expect(items.find((i) => i.origin_name === "sunset.png")!.is_public).toBe(false);
     expect(items.find((i) => i.origin_name === "beach.png")!.is_public).toBe(true);
@@ -84,7 +88,10 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
     await page.locator(".grid .image").first().locator("a.thumb").click();
     await page.waitForURL(/\/user\/images\/[\w-]+$/);
     await page.getByRole("heading", { level: 1 }).filter({ hasText: "sunset.png" }).waitFor();
-    await page.getByRole("button", { name: /Copy URL/ }).first().click();
+    await page
+      .getByRole("button", { name: /Copy URL/ })
+      .first()
+      .click();
     const copied = await page.evaluate(() => navigator.clipboard.readText());
     expect(copied).toMatch(new RegExp(`^${origin}/i/.+\\.png$`));
     await shot(page, "03-image-page");
@@ -109,7 +116,10 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
     const phone = await site.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const p = await phone.newPage();
     await signIn(p, "june");
-    for (const [path, name] of [["/user/albums", "04-phone-albums"], ["/user/images", "05-phone-images"]] as const) {
+    for (const [path, name] of [
+      ["/user/albums", "04-phone-albums"],
+      ["/user/images", "05-phone-images"],
+    ] as const) {
       await p.goto(`${origin}${path}`);
       const overflow = await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       expect(overflow, `${path} scrolls sideways`).toBeLessThanOrEqual(0);
@@ -173,7 +183,10 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
 
     // Groups: change the default group's largest file
     await a.goto(`${origin}/user/admin/groups`);
-    await a.getByRole("link", { name: /Default/ }).first().click();
+    await a
+      .getByRole("link", { name: /Default/ })
+      .first()
+      .click();
     await a.getByLabel("Largest file (KB)").fill("20480");
     await a.getByRole("button", { name: "Save the group" }).click();
     await a.getByRole("status").or(a.locator(".notice.success")).first().waitFor();
@@ -182,7 +195,10 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
 
     // Strategies: the Test button probes the storage
     await a.goto(`${origin}/user/admin/strategies`);
-    await a.getByRole("button", { name: /^Test the storage of / }).first().click();
+    await a
+      .getByRole("button", { name: /^Test the storage of / })
+      .first()
+      .click();
     await a.getByText(/its storage is writable/).waitFor();
     await shot(a, "10-admin-strategies");
 
@@ -213,7 +229,13 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
     // every change above is in the audit log under ada
     const audit = (await site.admin("GET", "/api/admin/audit-log?limit=20")).entries as any[];
     const mine = audit.filter((e) => e.actor === `ada (user ${ada.id})`).map((e) => e.action);
-    for (const action of ["PATCH /api/admin/groups/{id}", "POST /api/admin/strategies/{id}/test", "PATCH /api/admin/settings", "DELETE /api/admin/images/{key}", "POST /api/admin/storage/reconcile"]) {
+    for (const action of [
+      "PATCH /api/admin/groups/{id}",
+      "POST /api/admin/strategies/{id}/test",
+      "PATCH /api/admin/settings",
+      "DELETE /api/admin/images/{key}",
+      "POST /api/admin/storage/reconcile",
+    ]) {
       expect(mine).toContain(action);
     }
     await adminContext.close();

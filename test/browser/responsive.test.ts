@@ -32,7 +32,8 @@ const image = (over: Partial<SnippetImage> = {}): SnippetImage => ({
 describe("the Responsive HTML snippet's format", () => {
   test("a 2000×1500 JPEG: AVIF, WebP and the original's format at the ladder's widths below 2000, then at 2000", () => {
     const v = `${B}/i/2026/01/02/abc.jpg`;
-    const set = (f: string) => `${v}?w=160&amp;format=${f} 160w, ${v}?w=320&amp;format=${f} 320w, ${v}?w=640&amp;format=${f} 640w, ${v}?w=1280&amp;format=${f} 1280w, ${v}?w=1920&amp;format=${f} 1920w, ${v}?format=${f} 2000w`;
+    const set = (f: string) =>
+      `${v}?w=160&amp;format=${f} 160w, ${v}?w=320&amp;format=${f} 320w, ${v}?w=640&amp;format=${f} 640w, ${v}?w=1280&amp;format=${f} 1280w, ${v}?w=1920&amp;format=${f} 1920w, ${v}?format=${f} 2000w`;
     const sizes = `sizes="(max-width: 640px) 100vw, 640px"`;
     expect(responsiveSnippet(image(), B)).toBe(
       `<picture>` +
@@ -92,7 +93,10 @@ let token = "";
 
 /** A 2000×1500 photo-like JPEG that shows what it is: a gradient, a grid, and its size written on it. */
 async function photo(): Promise<Buffer> {
-  const lines = Array.from({ length: 19 }, (_, i) => `<line x1="${(i + 1) * 100}" y1="0" x2="${(i + 1) * 100}" y2="1500" stroke="#fff3" stroke-width="4"/>`).join("");
+  const lines = Array.from(
+    { length: 19 },
+    (_, i) => `<line x1="${(i + 1) * 100}" y1="0" x2="${(i + 1) * 100}" y2="1500" stroke="#fff3" stroke-width="4"/>`,
+  ).join("");
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="2000" height="1500">
     <defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1d4e89"/><stop offset="1" stop-color="#f4a259"/></linearGradient></defs>
     <rect width="2000" height="1500" fill="url(#g)"/>${lines}
@@ -146,15 +150,28 @@ describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
 
   test("the image grid's Responsive HTML buttons copy the server's snippet of each image (composed by the page's script)", async () => {
     // beside the JPEG: a GIF (no AVIF source), a PNG narrower than the ladder's first step, a name to escape
-    const gif = await sharp({ create: { width: 900, height: 600, channels: 3, background: "#468" } }).gif().toBuffer();
-    const small = await sharp({ create: { width: 120, height: 90, channels: 4, background: "#8a4" } }).png().toBuffer();
-    for (const [name, type, bytes] of [["anim & 'quoted'.gif", "image/gif", gif], ["tiny <icon>.png", "image/png", small]] as const) {
+    const gif = await sharp({ create: { width: 900, height: 600, channels: 3, background: "#468" } })
+      .gif()
+      .toBuffer();
+    const small = await sharp({ create: { width: 120, height: 90, channels: 4, background: "#8a4" } })
+      .png()
+      .toBuffer();
+    for (const [name, type, bytes] of [
+      ["anim & 'quoted'.gif", "image/gif", gif],
+      ["tiny <icon>.png", "image/png", small],
+    ] as const) {
       const form = new FormData();
       form.append("file", new File([bytes], name, { type }));
-      const res = await fetch(`${origin}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, accept: "application/json" }, body: form });
+      const res = await fetch(`${origin}/api/v1/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, accept: "application/json" },
+        body: form,
+      });
       expect(res.status).toBe(200);
     }
-    const listed = ((await (await fetch(`${origin}/api/v1/images`, { headers: { authorization: `Bearer ${token}`, accept: "application/json" } })).json()) as any).data.data;
+    const listed = (
+      (await (await fetch(`${origin}/api/v1/images`, { headers: { authorization: `Bearer ${token}`, accept: "application/json" } })).json()) as any
+    ).data.data;
     expect(listed.length).toBe(3);
     await page.goto(`${origin}/user/images`);
     for (const resource of listed) {
@@ -166,7 +183,12 @@ describe.skipIf(!hasChromium)("the Responsive HTML snippet in Chromium", () => {
       await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(responsiveSnippet(resource, origin));
       await page.evaluate(() => (document.getElementById("announcer")!.textContent = ""));
     }
-    expect(responsiveSnippet(listed.find((r: any) => r.key === stored.key), origin)).toBe(snippet);
+    expect(
+      responsiveSnippet(
+        listed.find((r: any) => r.key === stored.key),
+        origin,
+      ),
+    ).toBe(snippet);
     await page.screenshot({ path: join(ARTIFACTS, "02-image-grid.png"), fullPage: true });
   }, 60_000);
 

@@ -152,7 +152,9 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
     await page.locator('.upload.done[data-name="dropped.png"]').waitFor();
 
     // a file that is not what its name says: the API's refusal, word for word
-    await page.getByLabel("Choose images, or drop them here").setInputFiles([{ name: "fake.png", mimeType: "image/png", buffer: Buffer.from("not an image at all") }]);
+    await page
+      .getByLabel("Choose images, or drop them here")
+      .setInputFiles([{ name: "fake.png", mimeType: "image/png", buffer: Buffer.from("not an image at all") }]);
     const refused = page.locator('.upload.failed[data-name="fake.png"]');
     await refused.waitFor();
     await expect(refused.locator(".state").textContent()).resolves.toBe("Refused: The file content is not a valid PNG image.");
@@ -192,7 +194,10 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
 
     // a dismissed confirmation deletes nothing
     page.once("dialog", (d) => d.dismiss());
-    await cards.first().getByRole("button", { name: `Delete ${first.origin_name}` }).click();
+    await cards
+      .first()
+      .getByRole("button", { name: `Delete ${first.origin_name}` })
+      .click();
     await page.waitForTimeout(200);
     expect((await api("/api/v1/images", token)).body.data.total).toBe(3);
 
@@ -201,7 +206,13 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
       question = d.message();
       return d.accept();
     });
-    await Promise.all([page.waitForURL(/deleted=/), cards.first().getByRole("button", { name: `Delete ${first.origin_name}` }).click()]);
+    await Promise.all([
+      page.waitForURL(/deleted=/),
+      cards
+        .first()
+        .getByRole("button", { name: `Delete ${first.origin_name}` })
+        .click(),
+    ]);
     expect(question).toBe(`Delete ${first.origin_name}? This cannot be undone.`);
     await page.getByText("Image deleted.").waitFor();
     await expect(cards.count()).resolves.toBe(2);

@@ -54,7 +54,7 @@ async function cli(args: string[], env: Record<string, string | undefined>): Pro
 
 /** Every table of the public schema as the rows' text (all columns), sorted; the sequences; the schema level. */
 async function snapshot(db: Database): Promise<Record<string, string[]>> {
-  const rows = async <T,>(query: string) => (await db.db.execute(query as never)) as unknown as T[];
+  const rows = async <T>(query: string) => (await db.db.execute(query as never)) as unknown as T[];
   const out: Record<string, string[]> = {};
   const tables = await rows<{ name: string }>("select tablename as name from pg_tables where schemaname = 'public' order by 1");
   for (const { name } of tables) out[name] = (await rows<{ r: string }>(`select x::text as r from public."${name}" x order by 1`)).map((r) => r.r);
@@ -64,7 +64,9 @@ async function snapshot(db: Database): Promise<Record<string, string[]>> {
     const [s] = await rows<{ v: string }>(`select last_value::text || ' ' || is_called::text as v from public."${name}"`);
     out["(sequences)"].push(`${name} ${s!.v}`);
   }
-  out["(migrations)"] = (await rows<{ r: string }>("select hash || ' ' || created_at as r from drizzle.__drizzle_migrations order by created_at")).map((r) => r.r);
+  out["(migrations)"] = (await rows<{ r: string }>("select hash || ' ' || created_at as r from drizzle.__drizzle_migrations order by created_at")).map(
+    (r) => r.r,
+  );
   return out;
 }
 
@@ -147,7 +149,14 @@ beforeAll(async () => {
   deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir: sourceDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir: sourceDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1e6, perMinute: 1e6 }, uploadBodies: { ...defaultBodyGateLimits, perAddress: 1000, total: 1000 } },
+    config: {
+      baseUrl: BASE_URL,
+      dataDir: sourceDir,
+      adminToken: ADMIN_TOKEN,
+      trustedProxies: 1,
+      authFailures: { burst: 1e6, perMinute: 1e6 },
+      uploadBodies: { ...defaultBodyGateLimits, perAddress: 1000, total: 1000 },
+    },
     clock: () => new Date(),
     log: testLog.logger, // scanned for secrets with the rest of the run
   };
@@ -205,7 +214,9 @@ describe.skipIf(onPostgres)("backup and restore of the embedded DATA_DIR", () =>
     const summary = JSON.parse(created.stdout);
     expect(summary).toMatchObject({ gzip: true, server_running: true, dropped_images: 0, s3_images: 0 });
     expect(summary.objects).toBeGreaterThanOrEqual(keys.length); // originals, and the thumbnails that are objects of their own
-    console.log(`live backup: ${summary.records} records, ${summary.objects} objects (${summary.object_bytes} bytes), archive ${summary.archive_bytes} bytes, ${summary.duration_ms} ms`);
+    console.log(
+      `live backup: ${summary.records} records, ${summary.objects} objects (${summary.object_bytes} bytes), archive ${summary.archive_bytes} bytes, ${summary.duration_ms} ms`,
+    );
     expect(existsSync(`${archive}.tmp`)).toBe(false);
     expect(readdirSync(work).filter((n) => n.includes(".tmp"))).toEqual([]);
 
@@ -531,7 +542,10 @@ describe.skipIf(onPostgres)("restore writes only under DATA_DIR and confirmed ro
 });
 
 test("backup refuses a DATABASE_URL deployment and points to docs/backups.md", async () => {
-  const run = await cli(["backup", "create", join(work, "pg.tar")], { DATA_DIR: join(work, "pg-data"), DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" });
+  const run = await cli(["backup", "create", join(work, "pg.tar")], {
+    DATA_DIR: join(work, "pg-data"),
+    DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
+  });
   expect(run.code).toBe(1);
   expect(run.stderr).toContain("DATABASE_URL is set");
   expect(run.stderr).toContain("pg_dump");
@@ -599,7 +613,12 @@ describe.skipIf(onPostgres)("variants: left out of the archive, made again after
       const copy = await openEmbedded(target);
       try {
         expect(await variantRows(copy)).toEqual([]); // no row naming a missing object
-        const restoredApp = createApp({ ...deps, db: copy.db, storage: new StorageRegistry({ dataDir: target, baseUrl: BASE_URL }), config: { ...deps.config, dataDir: target } });
+        const restoredApp = createApp({
+          ...deps,
+          db: copy.db,
+          storage: new StorageRegistry({ dataDir: target, baseUrl: BASE_URL }),
+          config: { ...deps.config, dataDir: target },
+        });
         for (const up of [onDefault, onCustom]) expect(await variantOf(restoredApp, up.pathname)).toEqual({ status: 200, type: "image/webp", width: 320 });
         const remade = await variantRows(copy);
         expect(remade.map((r) => [r.width, r.format]).sort()).toEqual(liveRows.map((r) => [r.width, r.format]).sort());

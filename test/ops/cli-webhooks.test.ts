@@ -50,9 +50,18 @@ describe("webhook commands", () => {
   test("help lists every webhook command", async () => {
     const r = await cli(["--help"], {});
     expect(r.code).toBe(0);
-    for (const c of ["webhook list [--user <user>]", "webhook add <url> --events <e1,e2,...> [--description <text>]", "webhook show <id>",
-      "webhook update <id>", "webhook remove <id>", "webhook rotate <id>", "webhook test <id>", "webhook deliveries <id> [--before <delivery-id>]",
-      "webhook resend <id> <delivery-id>", "webhook resend-failed <id> --since <time>"]) {
+    for (const c of [
+      "webhook list [--user <user>]",
+      "webhook add <url> --events <e1,e2,...> [--description <text>]",
+      "webhook show <id>",
+      "webhook update <id>",
+      "webhook remove <id>",
+      "webhook rotate <id>",
+      "webhook test <id>",
+      "webhook deliveries <id> [--before <delivery-id>]",
+      "webhook resend <id> <delivery-id>",
+      "webhook resend-failed <id> --since <time>",
+    ]) {
       expect(r.stdout).toContain(c);
     }
     const unknown = await cli(["webhook", "explode"]);
@@ -107,7 +116,10 @@ describe("webhook commands", () => {
     expect(noToken.code).toBe(1);
     expect(noToken.stderr).toContain("Check ADMIN_TOKEN");
     const nothing = await cli(["webhook", "update", "1"], {});
-    expect([nothing.code, nothing.stderr]).toEqual([1, expect.stringContaining("webhook update needs at least one of --url, --events, --description, --enabled")]);
+    expect([nothing.code, nothing.stderr]).toEqual([
+      1,
+      expect.stringContaining("webhook update needs at least one of --url, --events, --description, --enabled"),
+    ]);
   });
 
   test("update, rotate, remove", async () => {
@@ -157,8 +169,13 @@ describe("webhook commands", () => {
     const pending = await cli(["webhook", "resend", String(made.id), String(deliveryId)]);
     expect(pending.code).toBe(1);
     expect(pending.stderr).toContain("still pending");
-    await ctx.db.update(webhookDeliveries).set({ status: "failed", attempts: 8, lastStatusCode: 500, lastError: "answered 500" }).where(eq(webhookDeliveries.id, deliveryId));
-    expect(await ok("webhook", "resend", String(made.id), String(deliveryId))).toBe(`Delivery ${deliveryId} of webhook endpoint ${made.id} will be sent again.`);
+    await ctx.db
+      .update(webhookDeliveries)
+      .set({ status: "failed", attempts: 8, lastStatusCode: 500, lastError: "answered 500" })
+      .where(eq(webhookDeliveries.id, deliveryId));
+    expect(await ok("webhook", "resend", String(made.id), String(deliveryId))).toBe(
+      `Delivery ${deliveryId} of webhook endpoint ${made.id} will be sent again.`,
+    );
     const [again] = await ctx.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, deliveryId));
     expect(again!.status).toBe("pending");
     const json = JSON.parse(await ok("webhook", "deliveries", String(made.id), "--json"));
@@ -179,7 +196,9 @@ describe("webhook commands", () => {
     const noSince = await cli(["webhook", "resend-failed", String(made.id)]);
     expect([noSince.code, noSince.stderr]).toEqual([1, expect.stringContaining("--since")]);
     await ok("webhook", "update", String(made.id), "--enabled", "true");
-    expect(await ok("webhook", "resend-failed", String(made.id), "--since", "2000-01-01 00:00:00")).toBe(`1 failed delivery of webhook endpoint ${made.id} will be sent again.`);
+    expect(await ok("webhook", "resend-failed", String(made.id), "--since", "2000-01-01 00:00:00")).toBe(
+      `1 failed delivery of webhook endpoint ${made.id} will be sent again.`,
+    );
     const [again] = await ctx.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, missed!.id));
     expect(again!.status).toBe("pending");
   });

@@ -77,9 +77,25 @@ describe("help and usage", () => {
     for (const args of [[], ["help"], ["--help"]]) {
       const r = await cli(args, {});
       expect(r.code).toBe(0);
-      for (const cmd of ["user create", "user show", "user list", "user enable", "user disable", "user set", "token create",
-        "token revoke", "settings get", "settings set", "group list", "group create", "group set", "strategy list",
-        "strategy create", "strategy set", "album create"]) {
+      for (const cmd of [
+        "user create",
+        "user show",
+        "user list",
+        "user enable",
+        "user disable",
+        "user set",
+        "token create",
+        "token revoke",
+        "settings get",
+        "settings set",
+        "group list",
+        "group create",
+        "group set",
+        "strategy list",
+        "strategy create",
+        "strategy set",
+        "album create",
+      ]) {
         expect(r.stdout).toContain(cmd);
       }
     }
@@ -246,12 +262,19 @@ describe("groups and strategies", () => {
     const name = uniqueName("group");
     const g = JSON.parse(
       await ok(
-        "group", "create", name,
-        "--allowed-extensions", "jpg,png",
-        "--strategy-ids", `${s.id},1`,
-        "--max-file-size-kb", "512",
-        "--allow-api", "false",
-        "--concurrent-uploads", "2",
+        "group",
+        "create",
+        name,
+        "--allowed-extensions",
+        "jpg,png",
+        "--strategy-ids",
+        `${s.id},1`,
+        "--max-file-size-kb",
+        "512",
+        "--allow-api",
+        "false",
+        "--concurrent-uploads",
+        "2",
         "--json",
       ),
     );
@@ -507,7 +530,11 @@ describe("token labels and use", () => {
 
     // the paging options stay
     const paged = await ok("token", "list", username, "--per-page", "1", "--page", "2");
-    expect(tableRows(paged).slice(1).map((r) => r[0])).toEqual([plain.split("|")[0]]);
+    expect(
+      tableRows(paged)
+        .slice(1)
+        .map((r) => r[0]),
+    ).toEqual([plain.split("|")[0]]);
     expect(lastLine(paged)).toBe("Page 2 of 2 (2 tokens).");
 
     // the server bounds a label: 100 characters, no control characters

@@ -29,8 +29,6 @@ const DELETE_WAVE_MS = 600;
 /** How long after the kill everything must agree: a dead upload's lease, then a few worker passes. */
 const CONVERGE_MS = (LEASE_SECONDS + 10) * 1000;
 
-
-
 /** Every file under `dir`, as paths relative to it. */
 function filesUnder(dir: string, prefix = ""): string[] {
   return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) =>
@@ -79,7 +77,8 @@ test.skipIf(!serverUrl)(
       const photo = await makeNoisyJpeg(900, 600); // stored with a thumbnail
       const screenshot = await makeImage("png", 40, 30); // its own thumbnail
       const upload = (base: string, token: string, i: number) => {
-        const file = i % 4 === 1 ? { value: photo, filename: "p.jpg", contentType: "image/jpeg" } : { value: screenshot, filename: "s.png", contentType: "image/png" };
+        const file =
+          i % 4 === 1 ? { value: photo, filename: "p.jpg", contentType: "image/jpeg" } : { value: screenshot, filename: "s.png", contentType: "image/png" };
         const m = multipart([{ name: "file", ...file }]);
         return call(base, "POST", "/api/v1/upload", { token, body: m.body, type: m.contentType });
       };
@@ -125,10 +124,7 @@ test.skipIf(!serverUrl)(
           if (res.status === 200) answeredDeletes.add(key);
         }
       };
-      const burst = users.flatMap((u) => [
-        ...Array.from({ length: CONCURRENT_UPLOADS }, () => uploading(u.token)),
-        ...u.seeded.map((s) => deleting(u, s.key)),
-      ]);
+      const burst = users.flatMap((u) => [...Array.from({ length: CONCURRENT_UPLOADS }, () => uploading(u.token)), ...u.seeded.map((s) => deleting(u, s.key))]);
       await Bun.sleep(BURST_MS);
       // on a busy machine the victim may not have answered yet: the kill waits for a first upload and a first delete
       // (the rest of the wave is then in flight)

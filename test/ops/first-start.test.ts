@@ -39,7 +39,6 @@ function privateDir(owner?: { uid: number; gid: number }) {
   return dir;
 }
 
-
 interface User {
   name: string;
   uid: number;
@@ -129,7 +128,11 @@ async function readmeWalkThrough(checkout: string, env: Record<string, string>, 
   const token = created.stdout.trim().split("\n").at(-1)!.trim();
   expect(token).toMatch(/^\d+\|\S+$/);
   const form = new FormData();
-  const png = new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } }).png().toBuffer());
+  const png = new Uint8Array(
+    await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } })
+      .png()
+      .toBuffer(),
+  );
   form.append("file", new Blob([png], { type: "image/png" }), "screenshot.png");
   const res = await fetch(`http://127.0.0.1:${env.PORT}/api/v1/upload`, { method: "POST", headers: { Authorization: `Bearer ${token}` }, body: form });
   const body = (await res.json()) as { status: boolean; data: { links: { url: string } } };
@@ -248,37 +251,40 @@ describe("a fresh clone, set up with the README's commands", () => {
   });
 
   const postgresUser = onLinux ? passwdUser("postgres") : null;
-  test.skipIf(skipUnlessRootOnLinux || !postgresUser)("as root where user namespaces are forbidden or cannot reach DATA_DIR: the postgres user runs it, and keeps running it", async () => {
-    // a DATA_DIR the postgres user can reach; this checkout's binaries (reachable unless it lies below a private directory)
-    const reach = await run(["test", "-x", join(repo, "node_modules/.bin")], { cwd: "/", env: cleanEnv(), user: postgresUser! });
-    if (reach.code !== 0) {
-      console.log(`first-start: the postgres user cannot reach ${repo}/node_modules: fallback test skipped`);
-      return;
-    }
-    const top = privateDir();
-    chmodSync(top, 0o755);
-    const env = cleanEnv({ PORT: String(await freePort()), HOST: "127.0.0.1", DATA_DIR: join(top, "data") });
-    const first = await startServer(repo, { ...env, IMAGE_HOST_NO_USER_NAMESPACE: "1" }, join(top, "server.log"));
-    expect(statSync(join(top, "data", "postgres")).uid).toBe(postgresUser!.uid);
-    expect(userNamespaceOf(postmasterPid(join(top, "data")))).toBe(userNamespaceOf(process.pid));
-    await stopServer(first);
-    // namespaces allowed again: a cluster that belongs to postgres still runs as postgres
-    const second = await startServer(repo, env, join(top, "server-2.log"));
-    expect(readFileSync(`/proc/${postmasterPid(join(top, "data"))}/status`, "utf8")).toMatch(new RegExp(`^Uid:\\s+${postgresUser!.uid}\\s`, "m"));
-    await stopServer(second);
+  test.skipIf(skipUnlessRootOnLinux || !postgresUser)(
+    "as root where user namespaces are forbidden or cannot reach DATA_DIR: the postgres user runs it, and keeps running it",
+    async () => {
+      // a DATA_DIR the postgres user can reach; this checkout's binaries (reachable unless it lies below a private directory)
+      const reach = await run(["test", "-x", join(repo, "node_modules/.bin")], { cwd: "/", env: cleanEnv(), user: postgresUser! });
+      if (reach.code !== 0) {
+        console.log(`first-start: the postgres user cannot reach ${repo}/node_modules: fallback test skipped`);
+        return;
+      }
+      const top = privateDir();
+      chmodSync(top, 0o755);
+      const env = cleanEnv({ PORT: String(await freePort()), HOST: "127.0.0.1", DATA_DIR: join(top, "data") });
+      const first = await startServer(repo, { ...env, IMAGE_HOST_NO_USER_NAMESPACE: "1" }, join(top, "server.log"));
+      expect(statSync(join(top, "data", "postgres")).uid).toBe(postgresUser!.uid);
+      expect(userNamespaceOf(postmasterPid(join(top, "data")))).toBe(userNamespaceOf(process.pid));
+      await stopServer(first);
+      // namespaces allowed again: a cluster that belongs to postgres still runs as postgres
+      const second = await startServer(repo, env, join(top, "server-2.log"));
+      expect(readFileSync(`/proc/${postmasterPid(join(top, "data"))}/status`, "utf8")).toMatch(new RegExp(`^Uid:\\s+${postgresUser!.uid}\\s`, "m"));
+      await stopServer(second);
 
-    // a DATA_DIR below another user's private directory is out of the namespace's reach (root without its
-    // privileges): the postgres user, which may pass such directories, makes the cluster instead
-    const other = passwdUser("nobody");
-    if (other) {
-      const theirs = join(top, "theirs");
-      mkdirSync(theirs, { mode: 0o700 });
-      chownSync(theirs, other.uid, other.gid);
-      const third = await startServer(repo, { ...env, DATA_DIR: join(theirs, "data") }, join(top, "server-3.log"));
-      expect(statSync(join(theirs, "data", "postgres")).uid).toBe(postgresUser!.uid);
-      await stopServer(third);
-    }
-  });
+      // a DATA_DIR below another user's private directory is out of the namespace's reach (root without its
+      // privileges): the postgres user, which may pass such directories, makes the cluster instead
+      const other = passwdUser("nobody");
+      if (other) {
+        const theirs = join(top, "theirs");
+        mkdirSync(theirs, { mode: 0o700 });
+        chownSync(theirs, other.uid, other.gid);
+        const third = await startServer(repo, { ...env, DATA_DIR: join(theirs, "data") }, join(top, "server-3.log"));
+        expect(statSync(join(theirs, "data", "postgres")).uid).toBe(postgresUser!.uid);
+        await stopServer(third);
+      }
+    },
+  );
 });
 
 describe("a start right after a crash", () => {

@@ -38,7 +38,10 @@ describe("a tree with imports that run up", () => {
   write("routes/admin/users.ts", 'import { emitEvent } from "../../webhooks/events.ts";\nexport const e = emitEvent;\n');
   write("cli/commands/images.ts", 'import { AdminUser } from "../../routes/admin/common.ts";\nexport const a = AdminUser;\n');
   // allowed: down, sideways, a shared file's type-only import, the CLI's use of the spec's types
-  write("services/index.ts", 'import { Metrics } from "../observability/metrics.ts";\nimport type { Db } from "../db/client.ts";\nexport const m = Metrics;\nexport type D = Db;\n');
+  write(
+    "services/index.ts",
+    'import { Metrics } from "../observability/metrics.ts";\nimport type { Db } from "../db/client.ts";\nexport const m = Metrics;\nexport type D = Db;\n',
+  );
   write("services/delete.ts", 'import { emitEvent } from "../webhooks/events.ts";\nexport const e = emitEvent;\n');
   write("deps.ts", 'import type { BodyGateLimits } from "./http/body-gate.ts";\nexport type L = BodyGateLimits;\n');
   write("cli/client.ts", 'import type { paths } from "../../openapi/schema";\nexport type P = paths;\n');

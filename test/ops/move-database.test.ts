@@ -49,7 +49,9 @@ async function cli(args: string[], env: Record<string, string | undefined>) {
 async function serve(env: Record<string, string>) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc = await startServer({ env: { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, UPLOAD_BODIES_PER_ADDRESS: "100", ...env } });
+  const proc = await startServer({
+    env: { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, UPLOAD_BODIES_PER_ADDRESS: "100", ...env },
+  });
   const call = async (method: string, path: string, token = ADMIN_TOKEN, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
@@ -123,7 +125,11 @@ describe("from the embedded database to your own PostgreSQL", () => {
       [await makeImage("webp", 1200, 500, "#aa3300"), "wide.webp"],
     ] as const) {
       const m = multipart([{ name: "file", value: bytes, filename: name }]);
-      const res = await fetch(`${embedded.base}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": m.contentType }, body: m.body });
+      const res = await fetch(`${embedded.base}/api/v1/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": m.contentType },
+        body: m.body,
+      });
       const data = ((await res.json()) as { data: any }).data;
       expect(res.status).toBe(200);
       images.push({ pathname: data.pathname, thumbnail: new URL(data.links.thumbnail_url).pathname });
@@ -140,7 +146,9 @@ describe("from the embedded database to your own PostgreSQL", () => {
     const moved = await cli(["database", "move"], { DATA_DIR: dataDir, DATABASE_URL: target });
     expect(moved.stderr).toBe("");
     expect(moved.code).toBe(0);
-    expect(moved.stdout).toMatch(/^Moved \d+ records in \d+ tables from the embedded database of .* into 127\.0\.0\.1:\d+\/imghost_move_\w+ \(database [0-9a-f-]{36}\)/);
+    expect(moved.stdout).toMatch(
+      /^Moved \d+ records in \d+ tables from the embedded database of .* into 127\.0\.0\.1:\d+\/imghost_move_\w+ \(database [0-9a-f-]{36}\)/,
+    );
     expect(moved.stdout).not.toContain("postgres@"); // the URL's user (and any password) is never printed
     const again = await cli(["database", "move"], { DATA_DIR: dataDir, DATABASE_URL: target });
     expect(again.code).toBe(1);

@@ -72,9 +72,12 @@ describe.skipIf(skip)("the nginx recipe in front of the app", () => {
     dir = mkdtempSync(join(tmpdir(), "imghost-nginx-"));
     const cert = join(dir, "cert.pem");
     const key = join(dir, "key.pem");
-    const made = Bun.spawnSync([opensslBinary!, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"], {
-      stderr: "pipe",
-    });
+    const made = Bun.spawnSync(
+      [opensslBinary!, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"],
+      {
+        stderr: "pipe",
+      },
+    );
     if (made.exitCode !== 0) throw new Error(`openssl could not make a certificate: ${made.stderr.toString()}`);
 
     const httpsPort = await freePort();

@@ -66,7 +66,11 @@ describe("the access log: one structured line per request", () => {
 
   test("the route pattern, not the path; a temporary token, a guest, a stranger", async () => {
     const issued = expectStatus(
-      await ctx.json("/api/v1/images/tokens", { method: "POST", headers: { ...ctx.bearer(alice.token), "content-type": "application/json" }, body: JSON.stringify({ num: 1, seconds: 600 }) }),
+      await ctx.json("/api/v1/images/tokens", {
+        method: "POST",
+        headers: { ...ctx.bearer(alice.token), "content-type": "application/json" },
+        body: JSON.stringify({ num: 1, seconds: 600 }),
+      }),
       200,
     );
     const temporary = issued.data.tokens[0].token as string;
@@ -115,7 +119,9 @@ describe("the access log: one structured line per request", () => {
 
   test("a database error's parameters (here a strategy's S3 secret key) never reach the log", async () => {
     const secret = "never-log-this-S3-secret-0123456789";
-    await ctx.db.execute("create or replace function refuse_strategy() returns trigger language plpgsql as $$ begin raise exception 'disk full'; end $$" as never);
+    await ctx.db.execute(
+      "create or replace function refuse_strategy() returns trigger language plpgsql as $$ begin raise exception 'disk full'; end $$" as never,
+    );
     await ctx.db.execute("create trigger refuse_strategy before insert on strategies for each row execute function refuse_strategy()" as never);
     try {
       const { result, logged } = await quietly(() =>
@@ -125,13 +131,20 @@ describe("the access log: one structured line per request", () => {
           body: JSON.stringify({
             name: "Bucket",
             driver: "s3",
-            config: { bucket: "b", endpoint: "http://127.0.0.1:9", region: "us-east-1", access_key_id: "AKIDEXAMPLE", secret_access_key: secret, url: "https://cdn.example.com" },
+            config: {
+              bucket: "b",
+              endpoint: "http://127.0.0.1:9",
+              region: "us-east-1",
+              access_key_id: "AKIDEXAMPLE",
+              secret_access_key: secret,
+              url: "https://cdn.example.com",
+            },
           }),
         }),
       );
       expectStatus(result, 500);
       const text = JSON.stringify(logged);
-      expect(text).toContain("Failed query: insert into \\\"strategies\\\""); // the statement, with placeholders
+      expect(text).toContain('Failed query: insert into \\"strategies\\"'); // the statement, with placeholders
       expect(text).toContain("disk full"); // and the cause
       expect(text).not.toContain(secret);
       expect(text).not.toContain("AKIDEXAMPLE");
@@ -143,7 +156,11 @@ describe("the access log: one structured line per request", () => {
 
   test("background work logs under its own name", async () => {
     const expiring = expectStatus(
-      await ctx.upload(alice.token, { bytes: png, filename: "soon.png", contentType: "image/png" }, { expired_at: new Date(ctx.now().getTime() + 60_000).toISOString() }),
+      await ctx.upload(
+        alice.token,
+        { bytes: png, filename: "soon.png", contentType: "image/png" },
+        { expired_at: new Date(ctx.now().getTime() + 60_000).toISOString() },
+      ),
       200,
     );
     ctx.advance(120_000);
@@ -188,7 +205,12 @@ describe("formats and the secret scan", () => {
 
   test("the scan finds tokens, hashes, bearer headers and the tests' secrets, and passes ordinary lines", () => {
     const token = "Q".repeat(20) + "w3_-".repeat(5);
-    const clean = JSON.stringify({ request_id: crypto.randomUUID(), route: "/api/v1/images/:key", path: "2026/11/22/AbCdEfGhIjKlMnOpQrSt.png", sha1: "a".repeat(40) });
+    const clean = JSON.stringify({
+      request_id: crypto.randomUUID(),
+      route: "/api/v1/images/:key",
+      path: "2026/11/22/AbCdEfGhIjKlMnOpQrSt.png",
+      sha1: "a".repeat(40),
+    });
     expect(findSecrets(clean, ["correct horse"])).toEqual([]);
     const found = (line: string) => findSecrets(line, ["correct horse"]).map((f) => f.what);
     expect(found(`{"t":"${token}"}`)).toEqual(["a token"]);
@@ -256,7 +278,11 @@ describe("GET /metrics", () => {
 
   test("the sweeper's removals and the reconciler's orphans are counted", async () => {
     const before = await samples();
-    await ctx.upload(alice.token, { bytes: png, filename: "gone.png", contentType: "image/png" }, { expired_at: new Date(ctx.now().getTime() + 60_000).toISOString() });
+    await ctx.upload(
+      alice.token,
+      { bytes: png, filename: "gone.png", contentType: "image/png" },
+      { expired_at: new Date(ctx.now().getTime() + 60_000).toISOString() },
+    );
     ctx.advance(120_000);
     const { sweepExpired } = await import("../../src/services/sweeper.ts");
     expect(await sweepExpired(ctx.deps)).toBe(1);

@@ -47,7 +47,6 @@ export function quickStart(markdown: string): string[] {
 
 const isComment = (line: string) => line.trim().startsWith("#");
 
-
 /** A user's shell environment: none of the test run's database or server settings. */
 function userEnv(extra: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {};
@@ -128,7 +127,12 @@ test.skipIf(!hasGit)("the README's Quick start, exactly as written, on a fresh c
   const image = /file=@([\w.-]+)/.exec(uploadLine)?.[1];
   if (!image) throw new Error(`the upload line names no file: ${uploadLine}`);
   // "any image of yours"
-  await Bun.write(join(checkout, image), await sharp({ create: { width: 640, height: 400, channels: 3, background: "#3366cc" } }).png().toBuffer());
+  await Bun.write(
+    join(checkout, image),
+    await sharp({ create: { width: 640, height: 400, channels: 3, background: "#3366cc" } })
+      .png()
+      .toBuffer(),
+  );
 
   const port = await freePort("0.0.0.0");
   const baseUrl = `http://localhost:${port}`;
@@ -136,13 +140,21 @@ test.skipIf(!hasGit)("the README's Quick start, exactly as written, on a fresh c
 
   // the server line, in the background
   const serverLog = join(top, "server.log");
-  const server = Bun.spawn(["bash", "-c", serverLine], { cwd: checkout, env, stdin: "ignore", stdout: Bun.file(serverLog), stderr: Bun.file(serverLog), detached: true });
+  const server = Bun.spawn(["bash", "-c", serverLine], {
+    cwd: checkout,
+    env,
+    stdin: "ignore",
+    stdout: Bun.file(serverLog),
+    stderr: Bun.file(serverLog),
+    detached: true,
+  });
   cleanups.push(async () => {
     if (server.exitCode !== null) return;
     const lock = join(checkout, "data", "server.lock");
     const serverPid = existsSync(lock) ? Number(readFileSync(lock, "utf8").trim().split(/\s+/)[0]) : 0;
     try {
-      if (serverPid > 0) process.kill(serverPid, "SIGTERM"); // drains, stops its PostgreSQL, exits
+      if (serverPid > 0)
+        process.kill(serverPid, "SIGTERM"); // drains, stops its PostgreSQL, exits
       else process.kill(-server.pid, "SIGTERM");
     } catch {
       // already gone

@@ -26,8 +26,14 @@ setDefaultTimeout(60_000);
  */
 function patchS3rverPaging(): () => void {
   type Patch = (original: any) => any;
-  const desCbc: Patch = (original) => (algorithm: string, ...rest: unknown[]) => original(algorithm === "des" ? "des-cbc" : algorithm, ...rest);
-  const sorted: Patch = (original) => (...args: unknown[]) => (args.length === 1 ? original(...args).sort() : original(...args));
+  const desCbc: Patch =
+    (original) =>
+    (algorithm: string, ...rest: unknown[]) =>
+      original(algorithm === "des" ? "des-cbc" : algorithm, ...rest);
+  const sorted: Patch =
+    (original) =>
+    (...args: unknown[]) =>
+      args.length === 1 ? original(...args).sort() : original(...args);
   const nodeCrypto = require("node:crypto");
   const targets: [Record<string, any>, string, Patch][] = [
     [nodeCrypto, "createCipheriv", desCbc],
@@ -161,7 +167,10 @@ describe("local strategy", () => {
   test("a strategy whose configuration cannot be read suspends every removal: its objects could be anywhere", async () => {
     const orphan = `${day}/${token()}.png`;
     place(orphan, 2 * GRACE_MS);
-    const [unreadable] = await ctx.db.insert(strategies).values({ name: "Unreadable", driver: "s3", config: { bucket: 42 } }).returning();
+    const [unreadable] = await ctx.db
+      .insert(strategies)
+      .values({ name: "Unreadable", driver: "s3", config: { bucket: 42 } })
+      .returning();
     const report = await reconcile();
     const entry = report.locations.find((l: any) => l.strategies[0].id === unreadable!.id);
     expect(entry.errors[0]).toStartWith("unreadable configuration, so nothing was removed anywhere");
@@ -233,7 +242,14 @@ describe("s3 strategy", () => {
   });
 
   test("list pages through the bucket under the prefix only, with paths relative to it", async () => {
-    const storage = new S3Storage({ ...config, accessKeyId: "S3RVER", secretAccessKey: "S3RVER", publicUrl: "https://cdn.example.com", prefix: "paging/", listPageSize: 2 });
+    const storage = new S3Storage({
+      ...config,
+      accessKeyId: "S3RVER",
+      secretAccessKey: "S3RVER",
+      publicUrl: "https://cdn.example.com",
+      prefix: "paging/",
+      listPageSize: 2,
+    });
     for (const name of ["a", "b", "c", "d", "e"]) await storage.put(`${day}/${name}.png`, new Uint8Array([1]), "image/png");
     await bucket.write("paging-other/x.png", "x");
     const listed = await Array.fromAsync(storage.list());
@@ -292,8 +308,14 @@ describe("s3 strategy", () => {
     });
     const groupA = await ctx.admin("POST", "/api/admin/groups", { name: "alias a", strategy_ids: [first.id] });
     const groupB = await ctx.admin("POST", "/api/admin/groups", { name: "alias b", strategy_ids: [second.id] });
-    const onA = expectStatus(await ctx.upload((await ctx.createUser({ group_id: groupA.id })).token, { bytes: await makeNoisyJpeg(900, 600), filename: "a.jpg" }), 200).data;
-    const onB = expectStatus(await ctx.upload((await ctx.createUser({ group_id: groupB.id })).token, { bytes: await makeImage("png", 40, 40), filename: "b.png" }), 200).data;
+    const onA = expectStatus(
+      await ctx.upload((await ctx.createUser({ group_id: groupA.id })).token, { bytes: await makeNoisyJpeg(900, 600), filename: "a.jpg" }),
+      200,
+    ).data;
+    const onB = expectStatus(
+      await ctx.upload((await ctx.createUser({ group_id: groupB.id })).token, { bytes: await makeImage("png", 40, 40), filename: "b.png" }),
+      200,
+    ).data;
     const live = [onA.pathname, new URL(onA.thumbnail_url).pathname.slice("/alias/".length), onB.pathname].map((p) => `alias/${p}`);
     for (const key of live) expect(await bucket.file(key).exists()).toBe(true); // both really write to one place
     const orphan = `${day}/${token()}.png`;
@@ -361,7 +383,11 @@ describe("aliased locations and the quarantine", () => {
     const alias = join(ctx.dataDir, "alias");
     symlinkSync(root, alias);
     const viaLink = await ctx.admin("POST", "/api/admin/strategies", { name: "Symlinked", driver: "local", config: { root: alias } });
-    const viaDots = await ctx.admin("POST", "/api/admin/strategies", { name: "Dotted", driver: "local", config: { root: `${ctx.dataDir}/alias/../uploads/./` } });
+    const viaDots = await ctx.admin("POST", "/api/admin/strategies", {
+      name: "Dotted",
+      driver: "local",
+      config: { root: `${ctx.dataDir}/alias/../uploads/./` },
+    });
     // a symlink to the first's thumbnails/: nested in it, through a link
     const nestedLink = join(ctx.dataDir, "thumbs-link");
     symlinkSync(join(root, "thumbnails"), nestedLink);
@@ -496,7 +522,9 @@ describe("location identity", () => {
     same("https://s3-eu-west-1.amazonaws.com", "https://s3.dualstack.eu-west-1.amazonaws.com");
     expect(normaliseS3Endpoint(undefined, "eu-west-1")).not.toBe(normaliseS3Endpoint(undefined, "us-east-1"));
     expect(normaliseS3Endpoint("http://127.0.0.1:9000", undefined)).not.toBe(normaliseS3Endpoint("http://127.0.0.1:9001", undefined));
-    expect(relate(s3Identity({ bucket: "b", prefix: "/site/" }), s3Identity({ bucket: "b", endpoint: "https://s3.amazonaws.com", prefix: "site" }))).toEqual({ kind: "same" });
+    expect(relate(s3Identity({ bucket: "b", prefix: "/site/" }), s3Identity({ bucket: "b", endpoint: "https://s3.amazonaws.com", prefix: "site" }))).toEqual({
+      kind: "same",
+    });
     expect(relate(s3Identity({ bucket: "b" }), s3Identity({ bucket: "b", prefix: "site-a" }))).toEqual({ kind: "inside", offset: "site-a" });
     expect(relate(s3Identity({ bucket: "b" }), s3Identity({ bucket: "c" }))).toEqual({ kind: "apart" });
   });

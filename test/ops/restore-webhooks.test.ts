@@ -41,7 +41,9 @@ async function cli(args: string[], env: Record<string, string | undefined>) {
 async function serve(dataDir: string) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc = await startServer({ env: { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1" } });
+  const proc = await startServer({
+    env: { DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: base, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1" },
+  });
   const call = async (method: string, path: string, body?: unknown, token = ADMIN_TOKEN) => {
     const res = await fetch(`${base}${path}`, {
       method,
@@ -113,11 +115,18 @@ describe.skipIf(onPostgres)("a restored DATA_DIR signs its webhooks", () => {
         const user = await a.call("POST", "/api/admin/users", { username: "hooked", email: "hooked@example.com" });
         const { token } = await a.call("POST", `/api/admin/users/${user.id}/tokens`);
         const m = multipart([{ name: "file", value: await makeImage("png", 30, 20), filename: "a.png" }]);
-        const res = await fetch(`${a.base}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": m.contentType }, body: m.body });
+        const res = await fetch(`${a.base}/api/v1/upload`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": m.contentType },
+          body: m.body,
+        });
         expect(res.status).toBe(200);
         imagePath = ((await res.json()) as { data: { pathname: string } }).data.pathname;
         await until("the upload's delivery, verified", () => received.find((r) => r.type === "image.uploaded" && r.verified));
-        await until("a failed attempt to the endpoint that is down", async () => (await a.call("GET", `/api/admin/webhooks/${down.id}/deliveries`)).deliveries?.[0]?.attempts >= 1);
+        await until(
+          "a failed attempt to the endpoint that is down",
+          async () => (await a.call("GET", `/api/admin/webhooks/${down.id}/deliveries`)).deliveries?.[0]?.attempts >= 1,
+        );
 
         const archive = join(work, "site.tar.gz");
         const created = await cli(["backup", "create", archive], { DATA_DIR: source });

@@ -21,7 +21,6 @@ function tempDir() {
   return d;
 }
 
-
 /** The server with both outputs kept; PORT 0 unless a test names one: the suite must pass beside a server on the default port. */
 const start = (env: Record<string, string>) =>
   spawnServer({ env: { ADMIN_TOKEN: undefined, HOST: "127.0.0.1", PORT: "0", ...env }, stdout: "pipe", stderr: "pipe" });
@@ -112,7 +111,9 @@ describe("start-up failures: one line naming the variable, exit code 1, no stack
     const parent = tempDir();
     chmodSync(parent, 0o555);
     const dir = join(parent, "data");
-    expect(await startAsNobody(dir)).toBe(`DATA_DIR: ${JSON.stringify(dir)} does not exist and cannot be created (permission denied for this user (nobody, uid 65534))`);
+    expect(await startAsNobody(dir)).toBe(
+      `DATA_DIR: ${JSON.stringify(dir)} does not exist and cannot be created (permission denied for this user (nobody, uid 65534))`,
+    );
   });
 });
 
@@ -179,9 +180,18 @@ describe("first start, restart, stop", () => {
     expect(await again.exited).toBe(0);
 
     // standard output is not a terminal: JSON lines; Bun's own route for objects logs them too
-    const lines = (await new Response(again.stdout).text()).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (await new Response(again.stdout).text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const objectLine = lines.find((l) => l.route === "/i/*");
-    expect(objectLine).toMatchObject({ level: "info", method: "GET", status: 200, bytes_out: served.headers.get("content-length") && Number(served.headers.get("content-length")), client: "127.0.0.1" });
+    expect(objectLine).toMatchObject({
+      level: "info",
+      method: "GET",
+      status: 200,
+      bytes_out: served.headers.get("content-length") && Number(served.headers.get("content-length")),
+      client: "127.0.0.1",
+    });
     expect(objectLine.request_id).toBe(served.headers.get("x-request-id"));
     expect(lines.find((l) => l.route === "/api/v1/images")).toMatchObject({ status: 200, caller: user.data.id });
     expect(lines.at(-1)).toMatchObject({ level: "info", msg: "stopped" });

@@ -110,7 +110,9 @@ describe("local storage and its database", () => {
     rmSync(join(root, MARKER)); // as a DATA_DIR written by a version without markers
     const before = objectsIn(root);
     const first = await quietly(() => reconcileStorage(bOnA));
-    expect(locationOf(first.result, b.localStrategyId).errors[0]).toContain(`has no ${MARKER} and holds ${before.length} objects that no record of this database names, and none that one does`);
+    expect(locationOf(first.result, b.localStrategyId).errors[0]).toContain(
+      `has no ${MARKER} and holds ${before.length} objects that no record of this database names, and none that one does`,
+    );
     // remembered: their database is unknown until an operator names it
     expect(readFileSync(join(root, MARKER), "utf8")).toStartWith("image-host-database: unknown\n");
 
@@ -120,7 +122,13 @@ describe("local storage and its database", () => {
     const { multipart } = await import("../support/images.ts");
     for (let i = 0; i < before.length + 1; i++) {
       const m = multipart([{ name: "file", value: await makeImage("png", 33 + i, 33), filename: "b.png" }]);
-      const res = await bApp.fetch(new Request(`${BASE_URL}/api/v1/upload`, { method: "POST", headers: { authorization: `Bearer ${user.token}`, "content-type": m.contentType }, body: m.body }));
+      const res = await bApp.fetch(
+        new Request(`${BASE_URL}/api/v1/upload`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${user.token}`, "content-type": m.contentType },
+          body: m.body,
+        }),
+      );
       expect(res.status).toBe(200);
     }
     b.advance(10 * GRACE_MS);
@@ -238,6 +246,6 @@ describe("an S3 bucket and its database", () => {
     // nothing moves anywhere while a storage is another database's: this site's own orphan is only reported
     expect(locationOf(result, mine.id)).toMatchObject({ orphansFound: 1, orphansRemoved: 0, errors: [] });
     expect(await bucket.file(orphan).exists()).toBe(true);
-    expect(logged.some((l) => String(l.msg).includes("Reconciler refused to move anything: #" + theirs.id))).toBe(true);
+    expect(logged.some((l) => String(l.msg).includes(`Reconciler refused to move anything: #${theirs.id}`))).toBe(true);
   });
 });

@@ -16,8 +16,6 @@ setDefaultTimeout(120_000);
 const ADMIN_TOKEN = "webhooks-crash-admin-token-0123456789abcdef";
 const serverUrl = process.env.TEST_DATABASE_URL;
 
-
-
 function receiver() {
   const got: { id: string; type: string; key: string; verified: boolean }[] = [];
   let secret = "";
@@ -56,7 +54,11 @@ function receiver() {
 async function api(base: string, path: string, init: RequestInit & { token?: string } = {}) {
   const res = await fetch(`${base}${path}`, {
     ...init,
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body && typeof init.body === "string" ? { "content-type": "application/json" } : {}), ...init.headers },
+    headers: {
+      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+      ...(init.body && typeof init.body === "string" ? { "content-type": "application/json" } : {}),
+      ...init.headers,
+    },
   });
   const body = (await res.json()) as { status: boolean; message: string; data: any };
   if (res.status !== 200) throw new Error(`${init.method ?? "GET"} ${path} → ${res.status} ${JSON.stringify(body)}`);
@@ -75,9 +77,17 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false> |
 
 /** An account with a token, and a site-wide endpoint for image.uploaded pointing at the receiver. */
 async function setUp(base: string, r: ReturnType<typeof receiver>) {
-  const user = await api(base, "/api/admin/users", { method: "POST", token: ADMIN_TOKEN, body: JSON.stringify({ username: "carol", email: "carol@example.com" }) });
+  const user = await api(base, "/api/admin/users", {
+    method: "POST",
+    token: ADMIN_TOKEN,
+    body: JSON.stringify({ username: "carol", email: "carol@example.com" }),
+  });
   const made = await api(base, `/api/admin/users/${user.id}/tokens`, { method: "POST", token: ADMIN_TOKEN, body: JSON.stringify({}) });
-  const created = await api(base, "/api/admin/webhooks", { method: "POST", token: ADMIN_TOKEN, body: JSON.stringify({ url: r.url, events: ["image.uploaded"] }) });
+  const created = await api(base, "/api/admin/webhooks", {
+    method: "POST",
+    token: ADMIN_TOKEN,
+    body: JSON.stringify({ url: r.url, events: ["image.uploaded"] }),
+  });
   r.setSecret(created.secret);
   return made.token as string;
 }
@@ -119,42 +129,49 @@ test("kill -9 while a delivery is in flight: the restarted instance delivers the
   }
 });
 
-test.skipIf(!serverUrl)(
-  `two instances on one database deliver every event once${serverUrl ? "" : " (needs PostgreSQL: set TEST_DATABASE_URL)"}`,
-  async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "imghost-webhook-two-"));
-    const dbName = `imghost_webhooks_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
-    const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`create database ${dbName}`);
-    const databaseUrl = Object.assign(new URL(serverUrl!), { pathname: `/${dbName}` }).toString();
-    const r = receiver();
-    const servers: Awaited<ReturnType<typeof startServer>>[] = [];
-    try {
-      const envs = await Promise.all(
-        [0, 1].map(async () => {
-          const port = await freePort();
-          return { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", BASE_URL: `http://127.0.0.1:${port}`, ADMIN_TOKEN, WEBHOOK_ALLOW: "127.0.0.1", WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString("base64") };
-        }),
-      );
-      servers.push(await startServer({ env: { LOG_LEVEL: "warn", ...envs[0]! }, timeoutMs: 60_000 }));
-      servers.push(await startServer({ env: { LOG_LEVEL: "warn", ...envs[1]! }, timeoutMs: 60_000 }));
-      const token = await setUp(envs[0]!.BASE_URL, r);
-      // 8 at a time, half on each instance (an account may have 16 uploads in progress per instance)
-      const keys: string[] = [];
-      for (let n = 0; n < 40; n += 8) keys.push(...(await Promise.all(Array.from({ length: 8 }, (_, i) => uploadOne(envs[(n + i) % 2]!.BASE_URL, token, n + i)))));
-      await until("40 events", () => r.got.length >= 40);
-      await Bun.sleep(1_000); // a doubled delivery would arrive meanwhile
-      expect(r.got.length).toBe(40);
-      expect(new Set(r.got.map((g) => g.id)).size).toBe(40);
-      expect(r.got.map((g) => g.key).sort()).toEqual([...keys].sort());
-      expect(r.got.every((g) => g.verified)).toBe(true);
-    } finally {
-      for (const s of servers) s.kill("SIGTERM");
-      await Promise.all(servers.map((s) => s.exited));
-      r.stop();
-      await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-      await admin.end();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  },
-);
+test.skipIf(!serverUrl)(`two instances on one database deliver every event once${serverUrl ? "" : " (needs PostgreSQL: set TEST_DATABASE_URL)"}`, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "imghost-webhook-two-"));
+  const dbName = `imghost_webhooks_${crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+  const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${dbName}`);
+  const databaseUrl = Object.assign(new URL(serverUrl!), { pathname: `/${dbName}` }).toString();
+  const r = receiver();
+  const servers: Awaited<ReturnType<typeof startServer>>[] = [];
+  try {
+    const envs = await Promise.all(
+      [0, 1].map(async () => {
+        const port = await freePort();
+        return {
+          DATABASE_URL: databaseUrl,
+          DATA_DIR: dataDir,
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          BASE_URL: `http://127.0.0.1:${port}`,
+          ADMIN_TOKEN,
+          WEBHOOK_ALLOW: "127.0.0.1",
+          WEBHOOK_SECRET_KEY: Buffer.alloc(32, 7).toString("base64"),
+        };
+      }),
+    );
+    servers.push(await startServer({ env: { LOG_LEVEL: "warn", ...envs[0]! }, timeoutMs: 60_000 }));
+    servers.push(await startServer({ env: { LOG_LEVEL: "warn", ...envs[1]! }, timeoutMs: 60_000 }));
+    const token = await setUp(envs[0]!.BASE_URL, r);
+    // 8 at a time, half on each instance (an account may have 16 uploads in progress per instance)
+    const keys: string[] = [];
+    for (let n = 0; n < 40; n += 8)
+      keys.push(...(await Promise.all(Array.from({ length: 8 }, (_, i) => uploadOne(envs[(n + i) % 2]!.BASE_URL, token, n + i)))));
+    await until("40 events", () => r.got.length >= 40);
+    await Bun.sleep(1_000); // a doubled delivery would arrive meanwhile
+    expect(r.got.length).toBe(40);
+    expect(new Set(r.got.map((g) => g.id)).size).toBe(40);
+    expect(r.got.map((g) => g.key).sort()).toEqual([...keys].sort());
+    expect(r.got.every((g) => g.verified)).toBe(true);
+  } finally {
+    for (const s of servers) s.kill("SIGTERM");
+    await Promise.all(servers.map((s) => s.exited));
+    r.stop();
+    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

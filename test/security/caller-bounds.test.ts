@@ -163,7 +163,11 @@ describe("temporary tokens are bounded per account", () => {
 
   test("permanent tokens: at most 100 unrevoked per account (400 on the page and the admin API)", async () => {
     const user = await ctx.createUser(); // holds 1
-    await Promise.all(Array.from({ length: TOKEN_LIMITS.livePermanent + 10 }, () => ctx.json(`/api/admin/users/${user.id}/tokens`, { method: "POST", headers: ctx.bearer("test-admin-token-0123456789") })));
+    await Promise.all(
+      Array.from({ length: TOKEN_LIMITS.livePermanent + 10 }, () =>
+        ctx.json(`/api/admin/users/${user.id}/tokens`, { method: "POST", headers: ctx.bearer("test-admin-token-0123456789") }),
+      ),
+    );
     expect(await count(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")))).toBe(TOKEN_LIMITS.livePermanent);
     const refused = await ctx.json(`/api/admin/users/${user.id}/tokens`, { method: "POST", headers: ctx.bearer("test-admin-token-0123456789") });
     expect(refused.status).toBe(400);
@@ -174,7 +178,13 @@ describe("temporary tokens are bounded per account", () => {
     const user = await userWithPassword();
     const first = new Visitor();
     expect((await first.signIn(user.username)).status).toBe(303);
-    const pageToken = expectStatus(await ctx.json("/user/upload/token", { method: "POST", headers: first.headers({ accept: "application/json", "x-csrf-token": first.formToken!, origin: BASE_URL }) }), 200).data.token;
+    const pageToken = expectStatus(
+      await ctx.json("/user/upload/token", {
+        method: "POST",
+        headers: first.headers({ accept: "application/json", "x-csrf-token": first.formToken!, origin: BASE_URL }),
+      }),
+      200,
+    ).data.token;
     // 30 sign-ins, 6 at a time (at most 10 of one login are verified at once: the throttle reserves before hashing)
     for (let round = 0; round < 5; round++) {
       const results = await Promise.all(Array.from({ length: 6 }, () => new Visitor().post("/user/login", { login: user.username, password: PASSWORD })));
@@ -189,7 +199,11 @@ describe("temporary tokens are bounded per account", () => {
 
   test("the upload page's tokens: a session keeps its 10 newest however often it asks", async () => {
     const { user, visitor } = await signedIn();
-    const ask = () => ctx.json("/user/upload/token", { method: "POST", headers: visitor.headers({ accept: "application/json", "x-csrf-token": visitor.formToken!, origin: BASE_URL }) });
+    const ask = () =>
+      ctx.json("/user/upload/token", {
+        method: "POST",
+        headers: visitor.headers({ accept: "application/json", "x-csrf-token": visitor.formToken!, origin: BASE_URL }),
+      });
     const issued = [];
     for (let i = 0; i < 25; i++) issued.push(expectStatus(await ask(), 200).data.token as string);
     expect(await count(and(eq(tokens.userId, user.id), isNotNull(tokens.sessionId)))).toBe(TOKEN_LIMITS.perSession);
@@ -219,7 +233,10 @@ describe("every user-center form is read by one bounded reader (4xx, never 500)"
   test("multipart with a missing or a bad boundary on sign-in and sign-up: 400", async () => {
     await ctx.admin("PATCH", "/api/admin/settings", { registration_enabled: true });
     try {
-      const good = multipart([{ name: "login", value: "x" }, { name: "password", value: "y" }]);
+      const good = multipart([
+        { name: "login", value: "x" },
+        { name: "password", value: "y" },
+      ]);
       const { result, logged } = await quietly(async () => {
         const out: number[] = [];
         for (const path of ["/user/login", "/user/register"]) {
@@ -229,7 +246,10 @@ describe("every user-center form is read by one bounded reader (4xx, never 500)"
         }
         // a well-formed multipart form still works
         const user = await userWithPassword();
-        const ok = multipart([{ name: "login", value: user.username }, { name: "password", value: PASSWORD }]);
+        const ok = multipart([
+          { name: "login", value: user.username },
+          { name: "password", value: PASSWORD },
+        ]);
         out.push((await new Visitor().send("/user/login", ok.body, ok.contentType)).status);
         return out;
       });
@@ -292,7 +312,9 @@ describe("throttles reserve before the work", () => {
       const before = (await ctx.db.select({ n: sql<number>`count(*)::int` }).from(users))[0]!.n;
       const address = "192.0.2.140";
       const results = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => new Visitor(address).post("/user/register", { username: `flood${i}`, email: `flood${i}@example.com`, password: PASSWORD })),
+        Array.from({ length: 40 }, (_, i) =>
+          new Visitor(address).post("/user/register", { username: `flood${i}`, email: `flood${i}@example.com`, password: PASSWORD }),
+        ),
       );
       expect(results.filter((r) => r.status === 303).length).toBe(5);
       expect(results.filter((r) => r.status === 429).length).toBe(35);
@@ -306,7 +328,9 @@ describe("throttles reserve before the work", () => {
   test("60 simultaneous wrong passwords on one account: 10 verified, 50 refused before any hashing", async () => {
     const user = await userWithPassword();
     const before = passwordVerifications.count;
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => new Visitor().post("/user/login", { login: user.username, password: `guess ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => new Visitor().post("/user/login", { login: user.username, password: `guess ${i}` })),
+    );
     expect(results.filter((r) => r.status === 401).length).toBe(10);
     expect(results.filter((r) => r.status === 429).length).toBe(50);
     expect(passwordVerifications.count - before).toBe(10);
@@ -316,7 +340,9 @@ describe("throttles reserve before the work", () => {
     const throttled = await createTestContext({ authFailures: { burst: 5, perMinute: 1 } });
     try {
       const results = await Promise.all(
-        Array.from({ length: 30 }, (_, i) => throttled.json("/api/v1/profile", { headers: { authorization: `Bearer wrong${i}`, "x-forwarded-for": "203.0.113.77" } })),
+        Array.from({ length: 30 }, (_, i) =>
+          throttled.json("/api/v1/profile", { headers: { authorization: `Bearer wrong${i}`, "x-forwarded-for": "203.0.113.77" } }),
+        ),
       );
       expect(results.filter((r) => r.status === 401).length).toBe(5);
       expect(results.filter((r) => r.status === 429).length).toBe(25);
@@ -352,10 +378,20 @@ describe("IPv6 addresses are bounded by their /64", () => {
     try {
       const made = [];
       for (let i = 0; i < 6; i++) {
-        made.push((await new Visitor(`2001:db8:aa:1::${(i + 1).toString(16)}`).post("/user/register", { username: `six${i}`, email: `six${i}@example.com`, password: PASSWORD })).status);
+        made.push(
+          (
+            await new Visitor(`2001:db8:aa:1::${(i + 1).toString(16)}`).post("/user/register", {
+              username: `six${i}`,
+              email: `six${i}@example.com`,
+              password: PASSWORD,
+            })
+          ).status,
+        );
       }
       expect(made).toEqual([303, 303, 303, 303, 303, 429]);
-      expect((await new Visitor("2001:db8:aa:2::1").post("/user/register", { username: "six6", email: "six6@example.com", password: PASSWORD })).status).toBe(303);
+      expect((await new Visitor("2001:db8:aa:2::1").post("/user/register", { username: "six6", email: "six6@example.com", password: PASSWORD })).status).toBe(
+        303,
+      );
     } finally {
       await ctx.admin("PATCH", "/api/admin/settings", { registration_enabled: false });
     }
@@ -366,7 +402,9 @@ describe("IPv6 addresses are bounded by their /64", () => {
     try {
       const statuses = [];
       for (let i = 1; i <= 5; i++) {
-        statuses.push((await throttled.json("/api/v1/profile", { headers: { authorization: "Bearer wrong", "x-forwarded-for": `2001:db8:bb:1:${i}::1` } })).status);
+        statuses.push(
+          (await throttled.json("/api/v1/profile", { headers: { authorization: "Bearer wrong", "x-forwarded-for": `2001:db8:bb:1:${i}::1` } })).status,
+        );
       }
       expect(statuses).toEqual([401, 401, 401, 429, 429]);
       expect((await throttled.json("/api/v1/profile", { headers: { authorization: "Bearer wrong", "x-forwarded-for": "2001:db8:bb:2::1" } })).status).toBe(401);
@@ -392,9 +430,17 @@ describe("notices and the password change", () => {
     const stolen = expectStatus(await issue(ctx, user.token, 3), 200).data.tokens as { token: string }[];
     expect((await visitor.get("/user/account")).status).toBe(200);
 
-    const wrong = await visitor.post("/user/account/password", { current_password: "nope", new_password: "a new password 1", new_password_again: "a new password 1" });
+    const wrong = await visitor.post("/user/account/password", {
+      current_password: "nope",
+      new_password: "a new password 1",
+      new_password_again: "a new password 1",
+    });
     expect(wrong.status).toBe(401);
-    const differ = await visitor.post("/user/account/password", { current_password: PASSWORD, new_password: "a new password 1", new_password_again: "another" });
+    const differ = await visitor.post("/user/account/password", {
+      current_password: PASSWORD,
+      new_password: "a new password 1",
+      new_password_again: "another",
+    });
     expect(differ.status).toBe(422);
 
     const done = await visitor.post("/user/account/password", {
@@ -420,12 +466,18 @@ describe("notices and the password change", () => {
 
   test("without the checkbox the tokens keep working; wrong current passwords are throttled before they are verified", async () => {
     const { user, visitor } = await signedIn();
-    const ok = await visitor.post("/user/account/password", { current_password: PASSWORD, new_password: "a new password 2", new_password_again: "a new password 2" });
+    const ok = await visitor.post("/user/account/password", {
+      current_password: PASSWORD,
+      new_password: "a new password 2",
+      new_password_again: "a new password 2",
+    });
     expect(ok.status).toBe(200);
     expect((await ctx.json("/api/v1/profile", { headers: ctx.bearer(user.token) })).status).toBe(200);
     const before = passwordVerifications.count;
     const results = await Promise.all(
-      Array.from({ length: 12 }, () => visitor.post("/user/account/password", { current_password: "guess", new_password: "a new password 3", new_password_again: "a new password 3" })),
+      Array.from({ length: 12 }, () =>
+        visitor.post("/user/account/password", { current_password: "guess", new_password: "a new password 3", new_password_again: "a new password 3" }),
+      ),
     );
     expect(results.filter((r) => r.status === 401).length).toBe(5);
     expect(results.filter((r) => r.status === 429).length).toBe(7);

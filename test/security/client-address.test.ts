@@ -70,7 +70,12 @@ describe("one address's failures never throttle another", () => {
     const bytes = await makeImage("png", 20, 20);
     const body = (token: string) => {
       const m = multipart([{ name: "file", value: bytes, filename: "a.png", contentType: "image/png" }]);
-      return { method: "POST", path: "/api/v1/upload", headers: { authorization: `Bearer ${token}`, "content-type": m.contentType, accept: "application/json" }, body: m.body };
+      return {
+        method: "POST",
+        path: "/api/v1/upload",
+        headers: { authorization: `Bearer ${token}`, "content-type": m.contentType, accept: "application/json" },
+        body: m.body,
+      };
     };
     await exhaust(attacker, () => send(attacker, body("1|wrong")));
     const uploaded = await send("127.0.0.6", body(owner.token));
@@ -132,7 +137,11 @@ describe("one address's failures never throttle another", () => {
   test("the CLI's changes are logged with its address", async () => {
     const out: string[] = [];
     const name = `cli_${Math.random().toString(36).slice(2, 8)}`;
-    const code = await main(["user", "create", name, "--email", `${name}@example.com`], { BASE_URL: `http://127.0.0.1:${server.port}`, ADMIN_TOKEN }, { out: (s) => out.push(s), err: (s) => out.push(s) });
+    const code = await main(
+      ["user", "create", name, "--email", `${name}@example.com`],
+      { BASE_URL: `http://127.0.0.1:${server.port}`, ADMIN_TOKEN },
+      { out: (s) => out.push(s), err: (s) => out.push(s) },
+    );
     expect(code).toBe(0);
     expect(await latestAudit()).toMatchObject({ action: "POST /api/admin/users", actor: "ADMIN_TOKEN", ip: "127.0.0.1" });
   });

@@ -22,7 +22,6 @@ let proc: ServerProcess<Output, Output>;
 /** What the server printed so far: its standard output (JSON log lines) and error. */
 const output = () => ["server.out", "server.err"].map((name) => readFileSync(join(dataDir, name), "utf8")).join("\n");
 
-
 const openFiles = () => readdirSync(`/proc/${proc.pid}/fd`).length;
 
 interface Held {
@@ -142,14 +141,18 @@ describe("one address cannot exhaust the server's connections", () => {
       Array.from({ length: 5 }, async () => {
         const s = connect(port, "127.0.0.1");
         await new Promise((r) => s.on("connect", r));
-        s.write(`POST /api/v1/images/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 1|x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"num":`);
+        s.write(
+          `POST /api/v1/images/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer 1|x\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"num":`,
+        );
         return s;
       }),
     );
     await Bun.sleep(200);
     for (const s of json) s.destroy();
     await Bun.sleep(1500);
-    const lines = output().split("\n").filter((l) => l.startsWith("{"));
+    const lines = output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"));
     const records = lines.map((l) => JSON.parse(l) as { level: number; status?: number; msg?: string });
     expect(records.filter((r) => r.level >= 50 || r.status === 500).map((r) => r.msg)).toEqual([]);
   });

@@ -23,7 +23,11 @@ async function costlyJpeg(width: number, height: number) {
 
 describe("the JPEG scan counter walks the stream as libjpeg does", () => {
   test("stray bytes, fill bytes and stuffed 0xFF00 between segments hide no scan", async () => {
-    const progressive = Buffer.from(await sharp({ create: { width: 600, height: 400, channels: 3, background: "#468" } }).jpeg({ progressive: true }).toBuffer());
+    const progressive = Buffer.from(
+      await sharp({ create: { width: 600, height: 400, channels: 3, background: "#468" } })
+        .jpeg({ progressive: true })
+        .toBuffer(),
+    );
     const sos = progressive.indexOf(Buffer.from([0xff, 0xda]));
     const next = progressive.indexOf(Buffer.from([0xff, 0xda]), sos + 2);
     const many = Buffer.concat([progressive.subarray(0, next), ...Array(40).fill(progressive.subarray(sos, next)), progressive.subarray(next)]);
@@ -45,7 +49,9 @@ describe("the JPEG scan counter walks the stream as libjpeg does", () => {
 
   test("fill bytes inside entropy-coded data are data, not a marker", () => {
     // SOI, SOS (length 2), entropy data FF FF 00 (a stuffed 0xFF after fill), then a second SOS and EOI
-    const bytes = new Uint8Array([0xff, 0xd8, 0xff, 0xda, 0x00, 0x02, 0x11, 0xff, 0xff, 0x00, 0x22, 0xff, 0xd3, 0x33, 0xff, 0xda, 0x00, 0x02, 0x44, 0xff, 0xd9, 0xff, 0xda]);
+    const bytes = new Uint8Array([
+      0xff, 0xd8, 0xff, 0xda, 0x00, 0x02, 0x11, 0xff, 0xff, 0x00, 0x22, 0xff, 0xd3, 0x33, 0xff, 0xda, 0x00, 0x02, 0x44, 0xff, 0xd9, 0xff, 0xda,
+    ]);
     expect(jpegScanCount(bytes)).toBe(2);
   });
 });
@@ -55,7 +61,9 @@ describe("a decode that overruns its CPU budget is killed", () => {
     // about 1 s of CPU here, well past the 0.3 s budget whatever the machine
     const costly = await costlyJpeg(5000, 5000);
     const pool = new DecoderPool(1, 0.3);
-    const small = await sharp({ create: { width: 800, height: 600, channels: 3, background: "#246" } }).jpeg().toBuffer();
+    const small = await sharp({ create: { width: 800, height: 600, channels: 3, background: "#246" } })
+      .jpeg()
+      .toBuffer();
     // warm: the process exists and has answered once
     expect(await pool.decode(small, { size: { width: 800, height: 600 }, mimetype: "image/jpeg", maxPixels: 1e8 })).toBeInstanceOf(Uint8Array);
     const [pid] = pool.pids();
@@ -76,7 +84,9 @@ describe("a decode that overruns its CPU budget is killed", () => {
 
   test("bytes the decoder cannot read are a refusal, and the process lives on", async () => {
     const pool = new DecoderPool(1, 5);
-    const jpeg = await sharp({ create: { width: 800, height: 600, channels: 3, background: "#246" } }).jpeg().toBuffer();
+    const jpeg = await sharp({ create: { width: 800, height: 600, channels: 3, background: "#246" } })
+      .jpeg()
+      .toBuffer();
     const truncated = jpeg.subarray(0, 600);
     await expect(pool.decode(truncated, { size: { width: 800, height: 600 }, mimetype: "image/jpeg", maxPixels: 1e8 })).rejects.toThrow();
     const [pid] = pool.pids();

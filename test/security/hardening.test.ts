@@ -78,7 +78,9 @@ describe("no body is read before the sender is known", () => {
   test("without a credential and guest upload off: 401 once the file part begins, having read at most the small fields", async () => {
     const upload = streamingUpload({ fileBytes: 50 * 1024 * 1024 });
     const body = await expectStatus(await postUpload(ctx, upload), 401);
-    expect(body.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).");
+    expect(body.message).toBe(
+      "Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).",
+    );
     expect(upload.counter.pulled).toBeLessThan(3 * CHUNK); // of 50 MB offered
     expect(upload.counter.cancelled).toBe(true);
   });
@@ -126,7 +128,9 @@ describe("no body is read before the sender is known", () => {
     const after = streamingUpload({ fileBytes: 5 * 1024 * 1024, fields: {} });
     // the token after the file: the server never reaches it, and says where the token must be
     const refused = await expectStatus(await postUpload(ctx, after), 401);
-    expect(refused.message).toBe("Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).");
+    expect(refused.message).toBe(
+      "Guest upload is disabled: send 'Authorization: Bearer <token>', or a form field 'token' before the file part (a token after the file is never read).",
+    );
     expect(after.counter.pulled).toBeLessThan(3 * CHUNK);
     // the same with a real form whose token field follows the file (the message names the remedy)
     const form = new FormData();
@@ -168,7 +172,10 @@ describe("upload bodies are bounded per address, in total and in time", () => {
       expect((await expectStatus(res, 408)).message).toBe("The request body was not received within 1 second.");
     }
     const png = await makeImage("png", 20, 20);
-    expectStatus(await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, {}, { headers: { "x-forwarded-for": "198.51.100.1" } }), 200);
+    expectStatus(
+      await ctx.upload(alice.token, { bytes: png, filename: "a.png", contentType: "image/png" }, {}, { headers: { "x-forwarded-for": "198.51.100.1" } }),
+      200,
+    );
   });
 });
 
@@ -181,7 +188,12 @@ describe("a known caller takes its slots before its body is read", () => {
   afterAll(() => ctx.close());
 
   const leasesOf = async (userId: number) =>
-    (await ctx.db.select().from(uploadLeases).where(eq(uploadLeases.subject, `user:${userId}`))).length;
+    (
+      await ctx.db
+        .select()
+        .from(uploadLeases)
+        .where(eq(uploadLeases.subject, `user:${userId}`))
+    ).length;
 
   test("beyond the group's concurrency: 400 before a byte of the body; the total bound stays free for everyone else", async () => {
     await ctx.admin("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { concurrent_uploads: 1 });
@@ -324,12 +336,20 @@ describe("images that cost more than they show", () => {
   afterAll(() => ctx.close());
 
   test("a JPEG with more scans than the decode budget allows is refused before decoding; nothing stored or charged", async () => {
-    const progressive = Buffer.from(await sharp({ create: { width: 600, height: 400, channels: 3, background: "#468" } }).jpeg({ progressive: true }).toBuffer());
+    const progressive = Buffer.from(
+      await sharp({ create: { width: 600, height: 400, channels: 3, background: "#468" } })
+        .jpeg({ progressive: true })
+        .toBuffer(),
+    );
     expect(jpegScanCount(progressive)).toBe(10);
     // repeat its first scan: a decoder would have to run every one of them
     const sos = progressive.indexOf(Buffer.from([0xff, 0xda]));
     const nextMarker = progressive.indexOf(Buffer.from([0xff, 0xda]), sos + 2);
-    const many = Buffer.concat([progressive.subarray(0, nextMarker), ...Array(40).fill(progressive.subarray(sos, nextMarker)), progressive.subarray(nextMarker)]);
+    const many = Buffer.concat([
+      progressive.subarray(0, nextMarker),
+      ...Array(40).fill(progressive.subarray(sos, nextMarker)),
+      progressive.subarray(nextMarker),
+    ]);
     expect(jpegScanCount(many)).toBe(50);
     const res = await ctx.upload(alice.token, { bytes: many, filename: "scans.jpg", contentType: "image/jpeg" });
     expect(expectStatus(res, 400).message).toBe(`The JPEG has 50 scans; at most ${MAX_JPEG_SCANS} are accepted (it would take too long to decode).`);
@@ -355,7 +375,11 @@ describe("images that cost more than they show", () => {
     };
     const runs = [queue.run("abuser", job("a1")), queue.run("abuser", job("a2")), queue.run("abuser", job("a3")), queue.run("abuser", job("a4"))];
     // a known caller beyond its share: a failed check (400); the whole queue full: a service-wide cap (503)
-    await expect(queue.run("abuser", job("a5"))).rejects.toMatchObject({ status: 400, message: "Too many of your images are waiting to be processed: at most 3.", headers: { "retry-after": "2" } });
+    await expect(queue.run("abuser", job("a5"))).rejects.toMatchObject({
+      status: 400,
+      message: "Too many of your images are waiting to be processed: at most 3.",
+      headers: { "retry-after": "2" },
+    });
     runs.push(queue.run("other", job("b1")));
     const full = new FairWorkQueue({ concurrency: 1, waitingPerSubject: 3, waiting: 1 });
     const held = [full.run("x", job("x1")), full.run("y", job("y1"))];
@@ -389,7 +413,11 @@ describe("names and disconnects", () => {
     const body = new ReadableStream<Uint8Array>({
       pull(controller) {
         if (sent++ === 0) {
-          controller.enqueue(new TextEncoder().encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${"x".repeat(5000)}`));
+          controller.enqueue(
+            new TextEncoder().encode(
+              `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n${"x".repeat(5000)}`,
+            ),
+          );
         } else controller.error(new DOMException("The connection was closed.", "AbortError"));
       },
     });

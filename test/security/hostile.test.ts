@@ -117,13 +117,23 @@ async function refused(send: () => Promise<ReadAnswer>, status: number, message:
   return body;
 }
 
-const get = (path: string, headers: Record<string, string> = auth()) => () => ctx.json(path, { headers });
-const del = (path: string, headers: Record<string, string> = auth()) => () => ctx.json(path, { method: "DELETE", headers });
-const sendJson = (method: string, path: string, body: unknown, headers: Record<string, string> = adminHeaders) => () =>
-  ctx.json(path, { method, headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+const get =
+  (path: string, headers: Record<string, string> = auth()) =>
+  () =>
+    ctx.json(path, { headers });
+const del =
+  (path: string, headers: Record<string, string> = auth()) =>
+  () =>
+    ctx.json(path, { method: "DELETE", headers });
+const sendJson =
+  (method: string, path: string, body: unknown, headers: Record<string, string> = adminHeaders) =>
+  () =>
+    ctx.json(path, { method, headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
 const issueTokens = (body: unknown) => sendJson("POST", "/api/v1/images/tokens", body, auth());
-const uploadPng = (fields: Record<string, string> = {}, query = "", token: string | null = alice.token) => () =>
-  ctx.upload(token, { bytes: png, filename: "a.png", contentType: "image/png" }, fields, { query });
+const uploadPng =
+  (fields: Record<string, string> = {}, query = "", token: string | null = alice.token) =>
+  () =>
+    ctx.upload(token, { bytes: png, filename: "a.png", contentType: "image/png" }, fields, { query });
 
 /** A multipart body written byte for byte. */
 function rawUpload(body: string | Uint8Array, contentType: string | null, headers: Record<string, string> = auth()) {
@@ -208,8 +218,16 @@ describe("control characters in every string input", () => {
       const u = () => `u${Math.random().toString(36).slice(2, 9)}`;
       await refused(sendJson("POST", "/api/admin/users", { username: `a${ch}b`, email: `${u()}@example.com` }), 422, /^The username field is invalid/);
       await refused(sendJson("POST", "/api/admin/users", { username: u(), email: `${u()}@example.com`, name: `Al${ch}ice` }), 422, noControls("name"));
-      await refused(sendJson("POST", "/api/admin/users", { username: u(), email: `${u()}@example.com`, registered_ip: `1.2.3.4${ch}` }), 422, noControls("registered_ip"));
-      await refused(sendJson("POST", "/api/admin/users", { username: u(), email: `${u()}@example.com`, password: `secret${ch}secret` }), 422, noControls("password"));
+      await refused(
+        sendJson("POST", "/api/admin/users", { username: u(), email: `${u()}@example.com`, registered_ip: `1.2.3.4${ch}` }),
+        422,
+        noControls("registered_ip"),
+      );
+      await refused(
+        sendJson("POST", "/api/admin/users", { username: u(), email: `${u()}@example.com`, password: `secret${ch}secret` }),
+        422,
+        noControls("password"),
+      );
       await refused(sendJson("PATCH", `/api/admin/users/${alice.id}`, { name: `x${ch}` }), 422, noControls("name"));
       await refused(sendJson("POST", `/api/admin/users/${alice.id}/albums`, { name: `album${ch}` }), 422, noControls("name"));
       await refused(sendJson("POST", "/api/admin/groups", { name: `group${ch}` }), 422, noControls("name"));
@@ -367,18 +385,42 @@ describe("integers beyond PostgreSQL's range", () => {
 
   test("admin numeric fields", async () => {
     const big = 99_999_999_999;
-    for (const name of ["uploads_per_minute", "uploads_per_hour", "uploads_per_day", "uploads_per_week", "uploads_per_month", "concurrent_uploads", "retention_max_seconds"]) {
-      await refused(sendJson("POST", "/api/admin/groups", { name: "g", [name]: big }), 422, `The ${name} field is invalid: Too big: expected number to be <=2147483647.`);
+    for (const name of [
+      "uploads_per_minute",
+      "uploads_per_hour",
+      "uploads_per_day",
+      "uploads_per_week",
+      "uploads_per_month",
+      "concurrent_uploads",
+      "retention_max_seconds",
+    ]) {
+      await refused(
+        sendJson("POST", "/api/admin/groups", { name: "g", [name]: big }),
+        422,
+        `The ${name} field is invalid: Too big: expected number to be <=2147483647.`,
+      );
       await refused(sendJson("PATCH", `/api/admin/groups/${ctx.defaultGroupId}`, { [name]: big }), 422, /Too big/);
     }
     await refused(sendJson("POST", "/api/admin/groups", { name: "g", max_file_size_kb: big }), 422, /^The max_file_size_kb field is invalid: Too big/);
     await refused(sendJson("POST", "/api/admin/groups", { name: "g", max_pixels: 1e30 }), 422, /^The max_pixels field is invalid/);
     await refused(sendJson("POST", "/api/admin/groups", { name: "g", default_capacity_kb: 1e30 }), 422, /^The default_capacity_kb field is invalid/);
     await refused(sendJson("POST", "/api/admin/groups", { name: "g", review_timeout_ms: big }), 422, /^The review_timeout_ms field is invalid/);
-    await refused(sendJson("POST", "/api/admin/groups", { name: "g", strategy_ids: [big] }), 422, "The strategy_ids.0 field is invalid: Too big: expected number to be <=2147483647.");
+    await refused(
+      sendJson("POST", "/api/admin/groups", { name: "g", strategy_ids: [big] }),
+      422,
+      "The strategy_ids.0 field is invalid: Too big: expected number to be <=2147483647.",
+    );
     await refused(sendJson("POST", "/api/admin/groups", { name: "g", strategy_ids: [2147483647] }), 422, "Every strategy id must exist.");
-    await refused(sendJson("POST", "/api/admin/users", { username: "bigg", email: "bigg@example.com", group_id: big }), 422, /^The group_id field is invalid: Too big/);
-    await refused(sendJson("POST", "/api/admin/users", { username: "bigg", email: "bigg@example.com", capacity_kb: 1e30 }), 422, /^The capacity_kb field is invalid/);
+    await refused(
+      sendJson("POST", "/api/admin/users", { username: "bigg", email: "bigg@example.com", group_id: big }),
+      422,
+      /^The group_id field is invalid: Too big/,
+    );
+    await refused(
+      sendJson("POST", "/api/admin/users", { username: "bigg", email: "bigg@example.com", capacity_kb: 1e30 }),
+      422,
+      /^The capacity_kb field is invalid/,
+    );
     await refused(sendJson("PATCH", `/api/admin/users/${alice.id}`, { group_id: big }), 422, /^The group_id field is invalid: Too big/);
     await refused(sendJson("PATCH", `/api/admin/users/${alice.id}`, { group_id: 2147483647 }), 422, "The group_id must be an existing, non-guest group.");
     await refused(sendJson("PATCH", `/api/admin/users/${alice.id}`, { capacity_kb: 1e30 }), 422, /^The capacity_kb field is invalid/);
@@ -450,7 +492,10 @@ describe("tokens in every malformed form", () => {
   test("a temporary token: in id|raw form it is no token; raw, it is upload-only", async () => {
     const issued = expectStatus(await issueTokens({ num: 1, seconds: 600 })(), 200);
     const temporary: string = issued.data.tokens[0].token;
-    const [row] = await ctx.db.select().from(tokens).where(eq(tokens.secretHash, sha256Hex(temporary)));
+    const [row] = await ctx.db
+      .select()
+      .from(tokens)
+      .where(eq(tokens.secretHash, sha256Hex(temporary)));
     expect(row?.kind).toBe("temporary");
     await refused(() => ctx.upload(`${row!.id}|${temporary}`, { bytes: png, filename: "a.png", contentType: "image/png" }), 401, "Invalid token.");
     await refused(uploadPng({ token: `${row!.id}|${temporary}` }, "", null), 401, "Invalid token.");
@@ -584,7 +629,11 @@ describe("files", () => {
   });
 
   test("a zero-length file is 422", async () => {
-    const body = await refused(() => ctx.upload(alice.token, { bytes: new Uint8Array(0), filename: "empty.png", contentType: "image/png" }), 422, "The file is empty.");
+    const body = await refused(
+      () => ctx.upload(alice.token, { bytes: new Uint8Array(0), filename: "empty.png", contentType: "image/png" }),
+      422,
+      "The file is empty.",
+    );
     expect(body.errors).toEqual({ file: ["The file is empty."] });
   });
 
@@ -631,7 +680,11 @@ describe("multipart edge cases", () => {
     await refused(rawUpload(good, "multipart/form-data; boundary=other"), 400, malformed);
     await refused(rawUpload(body(b, [filePart(png)], ""), type), 400, malformed);
     await refused(rawUpload(body(b, [filePart(png)], `\r\n--${b}\r\n`), type), 400, malformed);
-    const lf = Buffer.concat([Buffer.from(`--${b}\nContent-Disposition: form-data; name="file"; filename="a.png"\nContent-Type: image/png\n\n`), Buffer.from(png), Buffer.from(`\n--${b}--\n`)]);
+    const lf = Buffer.concat([
+      Buffer.from(`--${b}\nContent-Disposition: form-data; name="file"; filename="a.png"\nContent-Type: image/png\n\n`),
+      Buffer.from(png),
+      Buffer.from(`\n--${b}--\n`),
+    ]);
     await refused(rawUpload(new Uint8Array(lf), type), 400, malformed);
     await refused(rawUpload("", type), 400, malformed);
     await refused(rawUpload(`--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n`, type), 400, malformed);
@@ -659,7 +712,11 @@ describe("multipart edge cases", () => {
   test("duplicated fields: the first of each is the one that counts", async () => {
     const res = await rawUpload(body(b, [field("permission", "0"), field("permission", "1"), field("permission", "7"), filePart(png)]), type)();
     expect(expectStatus(res, 200).data.is_public).toBe(false);
-    await refused(rawUpload(body(b, [field("permission", "7"), field("permission", "1"), filePart(png)]), type), 422, "The permission field is invalid: must be at most 1.");
+    await refused(
+      rawUpload(body(b, [field("permission", "7"), field("permission", "1"), filePart(png)]), type),
+      422,
+      "The permission field is invalid: must be at most 1.",
+    );
   });
 
   test("a filename* only, RFC 5987, is decoded", async () => {
@@ -673,7 +730,10 @@ describe("multipart edge cases", () => {
 
   test("an enormous part header line: within the body limit it is only bytes; never a 500", async () => {
     const before = await snapshot();
-    const res = await rawUpload(body(b, [filePart(png, 'name="file"; filename="a.png"', `Content-Type: image/png\r\nX-Junk: ${"j".repeat(256 * 1024)}\r\n`)]), type)();
+    const res = await rawUpload(
+      body(b, [filePart(png, 'name="file"; filename="a.png"', `Content-Type: image/png\r\nX-Junk: ${"j".repeat(256 * 1024)}\r\n`)]),
+      type,
+    )();
     // accepted (the header is ignored) or refused as malformed/too large: either way a clear answer and honest accounting
     if (res.status === 200) {
       const after = await snapshot();

@@ -76,7 +76,11 @@ beforeAll(async () => {
     anim: await makeAnimatedGif(24, 12),
     photo: await makeNoisyJpeg(480, 320), // larger than the thumbnail box: two objects
   };
-  for (const [name, bytes] of [["keeper.jpg", files.photo], ["first.png", files.png], ["second.jpg", files.jpeg]] as const) {
+  for (const [name, bytes] of [
+    ["keeper.jpg", files.photo],
+    ["first.png", files.png],
+    ["second.jpg", files.jpeg],
+  ] as const) {
     const d = expectStatus(await ctx.upload(alice.token, { bytes, filename: name }), 200).data;
     images.set(d.key, { name: d.name, path: d.pathname, size: bytes.byteLength, objects: d.thumbnail_url === d.url ? 1 : 2 });
     if (!keeper.key) Object.assign(keeper, { key: d.key, path: d.pathname, thumbnailPath: new URL(d.thumbnail_url).pathname.slice(3) });
@@ -124,15 +128,33 @@ interface Req {
 
 /** Any string, control characters and unicode included. */
 const anyString = (maxLength = 24) =>
-  fc.oneof(
-    fc.string({ unit: "binary-ascii", maxLength }),
-    fc.string({ unit: "grapheme", maxLength }),
-    fc.string({ maxLength }),
-  );
+  fc.oneof(fc.string({ unit: "binary-ascii", maxLength }), fc.string({ unit: "grapheme", maxLength }), fc.string({ maxLength }));
 
 /** Numbers as they are written in hostile queries and paths. */
 const numberish = fc.oneof(
-  fc.constantFrom("0", "-1", "1", "2", "30", "100", "101", "1.5", "1e3", "1e400", "0x10", "Infinity", "NaN", " 1", "1 ", "+1", "", "2147483647", "2147483648", "99999999999", "99999999999999999999"),
+  fc.constantFrom(
+    "0",
+    "-1",
+    "1",
+    "2",
+    "30",
+    "100",
+    "101",
+    "1.5",
+    "1e3",
+    "1e400",
+    "0x10",
+    "Infinity",
+    "NaN",
+    " 1",
+    "1 ",
+    "+1",
+    "",
+    "2147483647",
+    "2147483648",
+    "99999999999",
+    "99999999999999999999",
+  ),
   fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }).map(String),
   fc.integer().map(String),
 );
@@ -158,7 +180,13 @@ const query = fc
 
 /** Header values the Fetch API lets through (no NUL, CR, LF), latin-1 only. */
 const headerValue = fc
-  .string({ unit: fc.integer({ min: 1, max: 0xff }).filter((c) => c !== 10 && c !== 13).map((c) => String.fromCharCode(c)), maxLength: 40 })
+  .string({
+    unit: fc
+      .integer({ min: 1, max: 0xff })
+      .filter((c) => c !== 10 && c !== 13)
+      .map((c) => String.fromCharCode(c)),
+    maxLength: 40,
+  })
   .filter((v) => {
     try {
       new Headers({ x: v });
@@ -220,10 +248,34 @@ const jsonValue = fc.oneof(
   fc.dictionary(anyString(6), fc.oneof(anyString(), fc.integer()), { maxKeys: 3 }),
 );
 const fieldNames = [
-  "num", "seconds", "name", "username", "email", "password", "group_id", "capacity_kb", "registered_ip", "enabled",
-  "allow_api", "is_default", "max_file_size_kb", "allowed_extensions", "max_pixels", "uploads_per_minute", "concurrent_uploads",
-  "retention_max_seconds", "default_capacity_kb", "review_provider", "review_webhook_url", "review_timeout_ms", "strategy_ids",
-  "driver", "config", "quota_kb", "api_enabled", "guest_upload_enabled",
+  "num",
+  "seconds",
+  "name",
+  "username",
+  "email",
+  "password",
+  "group_id",
+  "capacity_kb",
+  "registered_ip",
+  "enabled",
+  "allow_api",
+  "is_default",
+  "max_file_size_kb",
+  "allowed_extensions",
+  "max_pixels",
+  "uploads_per_minute",
+  "concurrent_uploads",
+  "retention_max_seconds",
+  "default_capacity_kb",
+  "review_provider",
+  "review_webhook_url",
+  "review_timeout_ms",
+  "strategy_ids",
+  "driver",
+  "config",
+  "quota_kb",
+  "api_enabled",
+  "guest_upload_enabled",
 ];
 /** Values a field plausibly holds (often valid, often just out of range), so that random bodies also reach the handlers. */
 /** Mostly a valid value, sometimes an invalid one. */
@@ -234,9 +286,18 @@ const plausible: Record<string, fc.Arbitrary<unknown>> = {
   seconds: mostly(fc.integer({ min: 1, max: 100_000 }), fc.constantFrom(0, -1, 2626560, 2626561)),
   name: mostly(plainText(30), anyString(120)),
   username: mostly(fc.stringMatching(/^[A-Za-z0-9_.-]{2,20}$/), anyString(70)),
-  email: mostly(fc.stringMatching(/^[a-z0-9]{1,10}$/).map((u) => `${u}@example.com`), anyString(20)),
-  password: mostly(plainText(20).filter((p) => p.length >= 8), anyString(30)),
-  group_id: mostly(fc.constant(0).map(() => scratch.groupId), fc.constantFrom(1, 2, 0, -1, 2147483647)),
+  email: mostly(
+    fc.stringMatching(/^[a-z0-9]{1,10}$/).map((u) => `${u}@example.com`),
+    anyString(20),
+  ),
+  password: mostly(
+    plainText(20).filter((p) => p.length >= 8),
+    anyString(30),
+  ),
+  group_id: mostly(
+    fc.constant(0).map(() => scratch.groupId),
+    fc.constantFrom(1, 2, 0, -1, 2147483647),
+  ),
   capacity_kb: mostly(fc.oneof(fc.integer({ min: 0, max: 10_000_000 }), fc.constant(null)), fc.constantFrom(-1, 1.5, "1")),
   registered_ip: mostly(fc.ipV4(), anyString(50)),
   enabled: fc.boolean(),
@@ -255,7 +316,10 @@ const plausible: Record<string, fc.Arbitrary<unknown>> = {
   review_provider: mostly(fc.constant("none"), fc.constantFrom("webhook", "other")),
   review_webhook_url: mostly(fc.constantFrom("http://127.0.0.1:9/review", null), anyString(20)),
   review_timeout_ms: mostly(fc.integer({ min: 100, max: 60_000 }), fc.integer({ min: 0, max: 70_000 })),
-  strategy_ids: mostly(fc.constant(0).map(() => [scratch.strategyId]), fc.array(fc.integer({ min: -1, max: 5 }), { maxLength: 3 })),
+  strategy_ids: mostly(
+    fc.constant(0).map(() => [scratch.strategyId]),
+    fc.array(fc.integer({ min: -1, max: 5 }), { maxLength: 3 }),
+  ),
   driver: mostly(fc.constant("local"), fc.constantFrom("s3", "ftp")),
   config: mostly(
     fc.constant({}),
@@ -267,13 +331,17 @@ const plausible: Record<string, fc.Arbitrary<unknown>> = {
 };
 const plausibleObject = fc
   .uniqueArray(fc.constantFrom(...fieldNames), { maxLength: 4 })
-  .chain((names) => fc.tuple(...names.map((n) => fc.oneof({ weight: 4, arbitrary: plausible[n]! }, { weight: 1, arbitrary: jsonValue }).map((v) => [n, v] as const))))
+  .chain((names) =>
+    fc.tuple(...names.map((n) => fc.oneof({ weight: 4, arbitrary: plausible[n]! }, { weight: 1, arbitrary: jsonValue }).map((v) => [n, v] as const))),
+  )
   .map((entries) => Object.fromEntries(entries));
 /** The fields each operation reads: a plausible body names some of them. */
 const bodyFields: Record<string, string[]> = {
   "/api/v1/images/tokens": ["num", "seconds"],
   "/api/admin/settings": ["api_enabled", "guest_upload_enabled"],
-  "/api/admin/groups": fieldNames.filter((n) => /^(name|enabled|allow_api|is_default|max_|allowed_|uploads_|concurrent|retention|default_capacity|review_|strategy_ids)/.test(n)),
+  "/api/admin/groups": fieldNames.filter((n) =>
+    /^(name|enabled|allow_api|is_default|max_|allowed_|uploads_|concurrent|retention|default_capacity|review_|strategy_ids)/.test(n),
+  ),
   "/api/admin/strategies": ["name", "driver", "config", "quota_kb", "enabled"],
   "/api/admin/users": ["username", "email", "name", "password", "group_id", "capacity_kb", "registered_ip"],
   "/api/admin/users/{user}": ["enabled", "group_id", "capacity_kb", "name"],
@@ -312,7 +380,10 @@ const bodyFor = (template: string) =>
 
 const jsonBody = fc.oneof(
   { weight: 4, arbitrary: plausibleObject.map((o) => utf8(JSON.stringify(o))) },
-  { weight: 1, arbitrary: fc.dictionary(fc.oneof(fc.constantFrom(...fieldNames), anyString(8)), jsonValue, { maxKeys: 5 }).map((o) => utf8(JSON.stringify(o))) },
+  {
+    weight: 1,
+    arbitrary: fc.dictionary(fc.oneof(fc.constantFrom(...fieldNames), anyString(8)), jsonValue, { maxKeys: 5 }).map((o) => utf8(JSON.stringify(o))),
+  },
   { weight: 1, arbitrary: fc.jsonValue().map((v) => utf8(JSON.stringify(v))) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }) },
   { weight: 1, arbitrary: anyString(64).map(utf8) },
@@ -344,12 +415,20 @@ const formats = {
 
 /** The small fields of an upload, holding plausible or hostile values. */
 const smallField: fc.Arbitrary<PartSpec> = fc.record({
-  name: fc.oneof({ weight: 5, arbitrary: fc.constantFrom("token", "strategy_id", "album_id", "permission", "expired_at", "ssl") }, { weight: 1, arbitrary: anyString(8) }),
+  name: fc.oneof(
+    { weight: 5, arbitrary: fc.constantFrom("token", "strategy_id", "album_id", "permission", "expired_at", "ssl") },
+    { weight: 1, arbitrary: anyString(8) },
+  ),
   contentType: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: headerValue }),
   junkHeaders: fc.array(headerValue, { maxLength: 1 }),
   value: fc.oneof(
     { weight: 2, arbitrary: fc.constantFrom("temporary", "alice").map((which) => ({ kind: "token" as const, which })) },
-    { weight: 3, arbitrary: fc.constantFrom("0", "1", "2", "-1", "", "true", "2030-01-01T00:00:00Z", "2030-01-01 00:00:00", "2026-02-30 10:00:00", "2000-01-01T00:00:00Z").map((text) => ({ kind: "text" as const, text })) },
+    {
+      weight: 3,
+      arbitrary: fc
+        .constantFrom("0", "1", "2", "-1", "", "true", "2030-01-01T00:00:00Z", "2030-01-01 00:00:00", "2026-02-30 10:00:00", "2000-01-01T00:00:00Z")
+        .map((text) => ({ kind: "text" as const, text })),
+    },
     { weight: 2, arbitrary: fc.oneof(numberish, anyString()).map((text) => ({ kind: "text" as const, text })) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((bytes) => ({ kind: "bytes" as const, bytes })) },
   ),
@@ -426,7 +505,10 @@ function partBytes(v: PartValue): Uint8Array {
 /** A multipart body written byte for byte: random boundary, parts, part headers, bytes and line endings. */
 const multipartBody = fc
   .record({
-    boundary: fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9'()+_,.\/:=?-]{1,70}$/) }, { weight: 1, arbitrary: headerValue.map((v) => v.slice(0, 10)) }),
+    boundary: fc.oneof(
+      { weight: 4, arbitrary: fc.stringMatching(/^[A-Za-z0-9'()+_,./:=?-]{1,70}$/) },
+      { weight: 1, arbitrary: headerValue.map((v) => v.slice(0, 10)) },
+    ),
     declaredBoundary: fc.oneof({ weight: 8, arbitrary: fc.constant("same") }, { weight: 1, arbitrary: fc.constantFrom("quoted", "other", "missing", "none") }),
     eol: fc.oneof({ weight: 8, arbitrary: fc.constant("\r\n") }, { weight: 1, arbitrary: fc.constant("\n") }),
     preamble: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: anyString(16) }),
@@ -530,15 +612,23 @@ function requestFor(ops: Operation[], preferred: Credential[]) {
     })
     .chain((r) =>
       (r.form && r.op.body === "tokens"
-        ? objectOf(bodyFields[r.op.template]!, requiredFields[r.op.template]).map((o) => utf8(new URLSearchParams(Object.entries(o).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])).toString()))
+        ? objectOf(bodyFields[r.op.template]!, requiredFields[r.op.template]).map((o) =>
+            utf8(new URLSearchParams(Object.entries(o).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)])).toString()),
+          )
         : bodyFor(r.op.template)
       ).map((json) => ({ ...r, json })),
     )
     .map(({ op, key, id, query, cred, headers, json, form }): Req => {
       const scratchId = (template: string) =>
-        template.includes("{group}") ? scratch.groupId : template.includes("{strategy}") ? scratch.strategyId : template.includes("{token}") ? scratch.tokenId : scratch.userId;
+        template.includes("{group}")
+          ? scratch.groupId
+          : template.includes("{strategy}")
+            ? scratch.strategyId
+            : template.includes("{token}")
+              ? scratch.tokenId
+              : scratch.userId;
       const path = op.template
-        .replace("{key}", key === "existing-key" ? deletable()[0]?.[0] ?? "none" : key === "existing-name" ? deletable()[0]?.[1].name ?? "none" : key)
+        .replace("{key}", key === "existing-key" ? (deletable()[0]?.[0] ?? "none") : key === "existing-name" ? (deletable()[0]?.[1].name ?? "none") : key)
         .replace(/\{(group|strategy|user|token)\}/, id === "scratch" ? String(scratchId(op.template)) : id);
       const h: Record<string, string> = { ...headers };
       let body: Uint8Array | undefined;
@@ -546,12 +636,26 @@ function requestFor(ops: Operation[], preferred: Credential[]) {
         body = json;
         if (!("content-type" in h)) h["content-type"] = form && op.body === "tokens" ? "application/x-www-form-urlencoded" : "application/json";
       }
-      return { method: op.method, path: `${path}${query}`, credential: cred.credential, authorization: authorizationFor(cred.credential, cred.authorization), headers: h, body };
+      return {
+        method: op.method,
+        path: `${path}${query}`,
+        credential: cred.credential,
+        authorization: authorizationFor(cred.credential, cred.authorization),
+        headers: h,
+        body,
+      };
     });
 }
 
-const uploadRequest = fc.record({ cred: credential(["alice", "aliceRaw", "temporary"]), m: multipartBody, query, headers: extraHeaders, typeOverride: fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: headerValue }) }).map(
-  ({ cred, m, query, headers, typeOverride }): Req => {
+const uploadRequest = fc
+  .record({
+    cred: credential(["alice", "aliceRaw", "temporary"]),
+    m: multipartBody,
+    query,
+    headers: extraHeaders,
+    typeOverride: fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: headerValue }),
+  })
+  .map(({ cred, m, query, headers, typeOverride }): Req => {
     const h: Record<string, string> = { ...headers };
     delete h["content-type"];
     const type = typeOverride ?? m.contentType;
@@ -566,8 +670,7 @@ const uploadRequest = fc.record({ cred: credential(["alice", "aliceRaw", "tempor
       fileParts: m.fileParts,
       tokenField: m.tokenField,
     };
-  },
-);
+  });
 
 const servePath = fc.oneof(
   component.map((c) => `/i/${c}`),
@@ -576,9 +679,15 @@ const servePath = fc.oneof(
   fc.constantFrom("path", "thumbnailPath").map((k) => `/i/${keeper[k as "path" | "thumbnailPath"]}`),
   component.map((c) => `/i/${keeper.path}${c}`),
 );
-const serveRequest = fc
-  .record({ path: servePath, cred: credential(["none"]), headers: extraHeaders, method: fc.constantFrom("GET", "GET", "HEAD") })
-  .map(({ path, cred, headers, method }): Req => ({ method, path, credential: cred.credential, authorization: authorizationFor(cred.credential, cred.authorization), headers }));
+const serveRequest = fc.record({ path: servePath, cred: credential(["none"]), headers: extraHeaders, method: fc.constantFrom("GET", "GET", "HEAD") }).map(
+  ({ path, cred, headers, method }): Req => ({
+    method,
+    path,
+    credential: cred.credential,
+    authorization: authorizationFor(cred.credential, cred.authorization),
+    headers,
+  }),
+);
 
 const strayRequest = fc
   .record({
@@ -589,13 +698,15 @@ const strayRequest = fc
     cred: credential(["alice", "admin", "none"]),
     headers: extraHeaders,
   })
-  .map(({ method, prefix, rest, query, cred, headers }): Req => ({
-    method,
-    path: `${prefix}${rest}${query}`,
-    credential: cred.credential,
-    authorization: authorizationFor(cred.credential, cred.authorization),
-    headers,
-  }));
+  .map(
+    ({ method, prefix, rest, query, cred, headers }): Req => ({
+      method,
+      path: `${prefix}${rest}${query}`,
+      credential: cred.credential,
+      authorization: authorizationFor(cred.credential, cred.authorization),
+      headers,
+    }),
+  );
 
 // ---------------------------------------------------------------------------------------------------------
 // sending and judging
@@ -719,7 +830,13 @@ async function judge(r: Req) {
 /** FC_STATS=1 prints how often each operation answered each status (to see what the generators reach); FC_STATS=messages, with the message. */
 const stats = new Map<string, number>();
 afterAll(() => {
-  if (process.env.FC_STATS) console.log([...stats].sort().map(([k, n]) => `${String(n).padStart(5)}  ${k}`).join("\n"));
+  if (process.env.FC_STATS)
+    console.log(
+      [...stats]
+        .sort()
+        .map(([k, n]) => `${String(n).padStart(5)}  ${k}`)
+        .join("\n"),
+    );
 });
 
 const params = (numRuns: number) => ({ seed: SEED, numRuns: Math.max(1, Math.round(numRuns * RUNS)), endOnFailure: false });

@@ -103,7 +103,16 @@ describe.skipIf(!EXIFTOOL)("location hidden where a strict stripper does not loo
     const hidden = corpus.filter((f) => found.get(f.name)!.length === 0 && rawWords(f.bytes).length === 0).map((f) => f.name);
     expect(hidden).toEqual([]);
     // exiftool itself reads GPS in each class: odd EXIF headers, pointers elsewhere, header-less XMP, thumbnails
-    for (const name of ['jpeg: EXIF behind "Exif\\0\\x01"', "jpeg: GPS pointer in IFD2", "jpeg: XMP as a bare xpacket", "jpeg: GPS in a JFXX thumbnail", "png: eXIf with GPS in the IFD1 thumbnail", "webp: EXIF with the GPS pointer in the Exif sub-IFD", "avif: Exif item with the GPS pointer in IFD2", "gif: XMP application extension"]) {
+    for (const name of [
+      'jpeg: EXIF behind "Exif\\0\\x01"',
+      "jpeg: GPS pointer in IFD2",
+      "jpeg: XMP as a bare xpacket",
+      "jpeg: GPS in a JFXX thumbnail",
+      "png: eXIf with GPS in the IFD1 thumbnail",
+      "webp: EXIF with the GPS pointer in the Exif sub-IFD",
+      "avif: Exif item with the GPS pointer in IFD2",
+      "gif: XMP application extension",
+    ]) {
       expect(found.get(name)!.length, name).toBeGreaterThan(0);
     }
   });
@@ -144,7 +153,12 @@ describe.skipIf(!EXIFTOOL)("location hidden where a strict stripper does not loo
 
 describe.skipIf(!EXIFTOOL)("a group that converts on upload", () => {
   test("strip_location then conversion to WebP (the kept metadata written by the encoder): no location in what is served", async () => {
-    const group = await ctx.admin("POST", "/api/admin/groups", { name: "g_convert", strategy_ids: [ctx.localStrategyId], metadata: "strip_location", convert_format: "webp" });
+    const group = await ctx.admin("POST", "/api/admin/groups", {
+      name: "g_convert",
+      strategy_ids: [ctx.localStrategyId],
+      metadata: "strip_location",
+      convert_format: "webp",
+    });
     const user = await ctx.createUser({ group_id: group.id });
     const outputs = new Map<string, Uint8Array>();
     for (const f of corpus.filter((x) => x.format !== "webp")) {
@@ -216,4 +230,3 @@ describe("stripping fails closed", () => {
     }
   });
 });
-

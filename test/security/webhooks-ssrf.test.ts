@@ -123,12 +123,18 @@ describe("forbiddenReason", () => {
     expect(forbiddenReason(ip)).toBe(reason);
   });
 
-  test.each(["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e", "::ffff:8.8.8.8", "64:ff9b::8.8.8.8", "2002:808:808::1"])(
-    "%s is public",
-    (ip) => {
-      expect(forbiddenReason(ip)).toBeNull();
-    },
-  );
+  test.each([
+    "8.8.8.8",
+    "1.1.1.1",
+    "93.184.216.34",
+    "2606:4700:4700::1111",
+    "2a00:1450:4001:80b::200e",
+    "::ffff:8.8.8.8",
+    "64:ff9b::8.8.8.8",
+    "2002:808:808::1",
+  ])("%s is public", (ip) => {
+    expect(forbiddenReason(ip)).toBeNull();
+  });
 
   test("range edges", () => {
     expect(forbiddenReason("9.255.255.255")).toBeNull();
@@ -292,12 +298,8 @@ describe("checkDestination", () => {
     const literal = await checkDestination(new URL("http://127.0.0.1/"), parseAllowList("127.0.0.1"), unreachable);
     expect(literal.ok).toBe(true);
     // an allowed address does not let through the other answers of the name
-    expect(await refused("http://receiver.internal/", fixed("127.0.0.1", "10.0.0.5"), parseAllowList("127.0.0.1"))).toBe(
-      "10.0.0.5 is a private address",
-    );
-    expect(await refused("http://other.internal/", fixed("127.0.0.1"), parseAllowList("receiver.internal"))).toBe(
-      "127.0.0.1 is a loopback address",
-    );
+    expect(await refused("http://receiver.internal/", fixed("127.0.0.1", "10.0.0.5"), parseAllowList("127.0.0.1"))).toBe("10.0.0.5 is a private address");
+    expect(await refused("http://other.internal/", fixed("127.0.0.1"), parseAllowList("receiver.internal"))).toBe("127.0.0.1 is a loopback address");
   });
 
   test("every check asks again (DNS rebinding: public, then private)", async () => {
@@ -322,7 +324,12 @@ describe("sendWebhook", () => {
 
   test("delivers to an allowed local receiver: body and headers arrive", async () => {
     const r = receiver(() => new Response("thanks", { status: 202 }));
-    const result = await sendWebhook({ url: `${r.url}/hooks/in?x=1`, headers: { ...signed, Host: "evil.example", "User-Agent": "x" }, body: payload, allow: LOOPBACK });
+    const result = await sendWebhook({
+      url: `${r.url}/hooks/in?x=1`,
+      headers: { ...signed, Host: "evil.example", "User-Agent": "x" },
+      body: payload,
+      allow: LOOPBACK,
+    });
     expect(result).toMatchObject({ kind: "answered", status: 202, body: "thanks", truncated: false });
     expect(result.ms).toBeGreaterThanOrEqual(0);
     expect(r.seen).toHaveLength(1);
@@ -443,7 +450,13 @@ describe("sendWebhook", () => {
     const r = receiver();
     let calls = 0;
     const resolve: Resolver = async () => (calls++, ["127.0.0.1"]);
-    const result = await sendWebhook({ url: `http://receiver.invalid:${r.port}/in`, headers: {}, body: payload, allow: parseAllowList("receiver.invalid"), resolve });
+    const result = await sendWebhook({
+      url: `http://receiver.invalid:${r.port}/in`,
+      headers: {},
+      body: payload,
+      allow: parseAllowList("receiver.invalid"),
+      resolve,
+    });
     expect(result).toMatchObject({ kind: "answered", status: 200 });
     expect(calls).toBe(1);
     expect(r.seen).toHaveLength(1);
@@ -489,10 +502,27 @@ describe("sendWebhook", () => {
   test.skipIf(!openssl)("https: the certificate is verified against the URL's host name", async () => {
     const dir = mkdtempSync(join(tmpdir(), "webhook-tls-"));
     try {
-      const made = Bun.spawnSync([
-        openssl!, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=receiver.invalid",
-        "-addext", "subjectAltName=DNS:receiver.invalid", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-      ], { stderr: "ignore", stdout: "ignore" });
+      const made = Bun.spawnSync(
+        [
+          openssl!,
+          "req",
+          "-x509",
+          "-newkey",
+          "rsa:2048",
+          "-nodes",
+          "-days",
+          "1",
+          "-subj",
+          "/CN=receiver.invalid",
+          "-addext",
+          "subjectAltName=DNS:receiver.invalid",
+          "-keyout",
+          join(dir, "key.pem"),
+          "-out",
+          join(dir, "cert.pem"),
+        ],
+        { stderr: "ignore", stdout: "ignore" },
+      );
       expect(made.exitCode).toBe(0);
       const seen: string[] = [];
       const server = Bun.serve({

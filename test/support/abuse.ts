@@ -129,9 +129,7 @@ export function slowUnauthenticatedUpload(options: {
     `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${options.port}\r\nUser-Agent: abuse-client\r\n` +
       `Content-Type: multipart/form-data; boundary=${BOUNDARY}\r\nTransfer-Encoding: chunked\r\n\r\n`,
   );
-  const partHead = Buffer.from(
-    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
-  );
+  const partHead = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`);
   const fullFrame = frame(Buffer.alloc(chunkBytes, 0x5a));
   const tail = Buffer.concat([frame(Buffer.from(`\r\n--${BOUNDARY}--\r\n`)), Buffer.from("0\r\n\r\n")]);
 

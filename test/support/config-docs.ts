@@ -31,9 +31,11 @@ function variables(): { schema: Variable[]; other: Variable[] } {
   const documented = Object.keys(envDocs);
   const missing = schemaNames.filter((n) => !documented.includes(n));
   const extra = documented.filter((n) => !schemaNames.includes(n));
-  if (missing.length || extra.length) throw new Error(`src/env.ts: envDocs must describe exactly the schema's variables (missing: ${missing.join(", ") || "none"}; not in the schema: ${extra.join(", ") || "none"})`);
-  const shown = (name: string, doc: VariableDoc) =>
-    doc.default ?? (defaults[name] === undefined ? "—" : `\`${String(defaults[name])}\``);
+  if (missing.length || extra.length)
+    throw new Error(
+      `src/env.ts: envDocs must describe exactly the schema's variables (missing: ${missing.join(", ") || "none"}; not in the schema: ${extra.join(", ") || "none"})`,
+    );
+  const shown = (name: string, doc: VariableDoc) => doc.default ?? (defaults[name] === undefined ? "—" : `\`${String(defaults[name])}\``);
   return {
     schema: Object.entries(envDocs).map(([name, doc]) => ({ ...(doc as VariableDoc), name, shownDefault: shown(name, doc as VariableDoc) })),
     other: Object.entries(otherVariableDocs).map(([name, doc]) => ({ ...doc, name, shownDefault: doc.default ?? "—" })),
@@ -43,27 +45,15 @@ function variables(): { schema: Variable[]; other: Variable[] } {
 const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
 function table(rows: Variable[]): string {
-  return [
-    "| Variable | Default | Meaning |",
-    "|---|---|---|",
-    ...rows.map((v) => `| \`${v.name}\` | ${cell(v.shownDefault)} | ${cell(v.description)} |`),
-  ].join("\n");
+  return ["| Variable | Default | Meaning |", "|---|---|---|", ...rows.map((v) => `| \`${v.name}\` | ${cell(v.shownDefault)} | ${cell(v.description)} |`)].join(
+    "\n",
+  );
 }
 
 /** The generated part of docs/configuration.md (the markers included). */
 export function renderConfigTable(): string {
   const { schema, other } = variables();
-  return [
-    BEGIN,
-    "",
-    table(schema),
-    "",
-    "Read outside the schema (not validated at start):",
-    "",
-    table(other),
-    "",
-    END,
-  ].join("\n");
+  return [BEGIN, "", table(schema), "", "Read outside the schema (not validated at start):", "", table(other), "", END].join("\n");
 }
 
 /** Markdown to the plain text of a comment: no backticks, links as their text. */
@@ -96,7 +86,9 @@ export function renderEnvFile(): string {
   ];
   for (const v of [...schema, ...other]) {
     if (v.inEnvFile === false) continue;
-    const text = [plain(v.description), v.shownDefault === "—" ? "" : `Default: ${plain(v.shownDefault)}.`, v.deployNote ? plain(v.deployNote) : ""].filter(Boolean).join(" ");
+    const text = [plain(v.description), v.shownDefault === "—" ? "" : `Default: ${plain(v.shownDefault)}.`, v.deployNote ? plain(v.deployNote) : ""]
+      .filter(Boolean)
+      .join(" ");
     out.push("", ...wrap(`${v.name}: ${text}`));
     if (v.deploy !== undefined) out.push(`${v.name}=${v.deploy}`);
     else {

@@ -21,7 +21,6 @@ import { checkAgainstSpec } from "./spec.ts";
 
 export const BASE_URL = "http://img.test";
 
-
 /**
  * Every line the services log during this test run, as JSON at level trace, goes to one file (test/support/
  * log-scan.ts reads it back at the end of the run: no secret may appear in it), and to the listeners of `quietly`.
@@ -158,7 +157,16 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
   const deps: Deps = {
     db: database.db,
     storage: new StorageRegistry({ dataDir, baseUrl: BASE_URL }),
-    config: { baseUrl: BASE_URL, dataDir, adminToken: ADMIN_TOKEN, trustedProxies: 1, authFailures: { burst: 1_000_000, perMinute: 1_000_000 }, uploadBodies: { perAddress: 1000, perCaller: 1000, total: 1000 }, webhooks: { box: secretBox(randomBytes(32)), allow: parseAllowList(undefined) }, ...config },
+    config: {
+      baseUrl: BASE_URL,
+      dataDir,
+      adminToken: ADMIN_TOKEN,
+      trustedProxies: 1,
+      authFailures: { burst: 1_000_000, perMinute: 1_000_000 },
+      uploadBodies: { perAddress: 1000, perCaller: 1000, total: 1000 },
+      webhooks: { box: secretBox(randomBytes(32)), allow: parseAllowList(undefined) },
+      ...config,
+    },
     clock: () => new Date(Date.now() + offsetMs),
     log: testLog.logger,
     pool: database.pool,
@@ -180,8 +188,7 @@ export async function createTestContext(config: Partial<Deps["config"]> = {}) {
     return res;
   }
 
-  const request = (path: string, init: RequestInit = {}) =>
-    send(new Request(path.startsWith("http") ? path : `${BASE_URL}${path}`, init));
+  const request = (path: string, init: RequestInit = {}) => send(new Request(path.startsWith("http") ? path : `${BASE_URL}${path}`, init));
 
   async function json<T = any>(path: string, init: RequestInit = {}): Promise<{ status: number; body: T; headers: Headers }> {
     const res = await request(path, init);

@@ -26,7 +26,8 @@ export const EXT: Record<HostileFormat, string> = { jpeg: "jpg", png: "png", web
 
 const u16be = (v: number) => [(v >> 8) & 0xff, v & 0xff];
 const u32be = (v: number) => [(v >>> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff];
-const cat = (parts: (Uint8Array | number[])[]) => new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p instanceof Uint8Array ? p : Uint8Array.from(p)))));
+const cat = (parts: (Uint8Array | number[])[]) =>
+  new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p instanceof Uint8Array ? p : Uint8Array.from(p)))));
 const latin = (s: string) => [...Buffer.from(s, "latin1")];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -86,7 +87,16 @@ export function hugeCountTiff(): Uint8Array {
 async function base(format: HostileFormat, exif = false): Promise<Uint8Array> {
   let image = sharp({ create: { width: 64, height: 48, channels: 3, background: "#3a6" } });
   if (exif) image = image.withExif({ IFD0: { Make: "Base" } });
-  const out = format === "jpeg" ? image.jpeg() : format === "png" ? image.png() : format === "webp" ? image.webp() : format === "gif" ? image.gif() : image.avif({ effort: 0 });
+  const out =
+    format === "jpeg"
+      ? image.jpeg()
+      : format === "png"
+        ? image.png()
+        : format === "webp"
+          ? image.webp()
+          : format === "gif"
+            ? image.gif()
+            : image.avif({ effort: 0 });
   return new Uint8Array(await out.toBuffer());
 }
 
@@ -131,7 +141,8 @@ function box(type: string, payload: Uint8Array | number[]): Uint8Array {
   const p = payload instanceof Uint8Array ? payload : Uint8Array.from(payload);
   return cat([u32be(8 + p.length), latin(type), p]);
 }
-const fullBox = (type: string, version: number, flags: number, payload: Uint8Array | number[]) => box(type, cat([[version, (flags >> 16) & 0xff, (flags >> 8) & 0xff, flags & 0xff], payload instanceof Uint8Array ? payload : payload]));
+const fullBox = (type: string, version: number, flags: number, payload: Uint8Array | number[]) =>
+  box(type, cat([[version, (flags >> 16) & 0xff, (flags >> 8) & 0xff, flags & 0xff], payload instanceof Uint8Array ? payload : payload]));
 
 interface TopBox {
   type: string;
@@ -224,14 +235,54 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
 
   // JPEG
   const jpeg = await base("jpeg");
-  add("jpeg", "many-units", "empty APP15 segments", intoJpeg(jpeg, Array.from({ length: Math.floor(target / 4) }, () => jpegSegment(0xef, []))));
-  add("jpeg", "many-units", "one-byte COM segments", intoJpeg(jpeg, Array.from({ length: Math.floor(target / 5) }, () => jpegSegment(0xfe, [0x47]))));
+  add(
+    "jpeg",
+    "many-units",
+    "empty APP15 segments",
+    intoJpeg(
+      jpeg,
+      Array.from({ length: Math.floor(target / 4) }, () => jpegSegment(0xef, [])),
+    ),
+  );
+  add(
+    "jpeg",
+    "many-units",
+    "one-byte COM segments",
+    intoJpeg(
+      jpeg,
+      Array.from({ length: Math.floor(target / 5) }, () => jpegSegment(0xfe, [0x47])),
+    ),
+  );
   const loopSeg = jpegSegment(0xe1, exifPayload(loopingTiff(5000)));
-  add("jpeg", "looping-ifd", "EXIF IFDs pointing at themselves", intoJpeg(jpeg, Array.from({ length: Math.floor(target / loopSeg.length) }, () => loopSeg)));
+  add(
+    "jpeg",
+    "looping-ifd",
+    "EXIF IFDs pointing at themselves",
+    intoJpeg(
+      jpeg,
+      Array.from({ length: Math.floor(target / loopSeg.length) }, () => loopSeg),
+    ),
+  );
   const deepSeg = jpegSegment(0xe1, exifPayload(deepTiff(3600)));
-  add("jpeg", "deep-ifd", "EXIF chains of 3600 IFDs", intoJpeg(jpeg, Array.from({ length: Math.floor(target / deepSeg.length) }, () => deepSeg)));
+  add(
+    "jpeg",
+    "deep-ifd",
+    "EXIF chains of 3600 IFDs",
+    intoJpeg(
+      jpeg,
+      Array.from({ length: Math.floor(target / deepSeg.length) }, () => deepSeg),
+    ),
+  );
   const hugeSeg = jpegSegment(0xe1, exifPayload(hugeCountTiff()));
-  add("jpeg", "huge-counts", "EXIF counts of gigabytes", intoJpeg(jpeg, Array.from({ length: Math.floor(target / hugeSeg.length) }, () => hugeSeg)));
+  add(
+    "jpeg",
+    "huge-counts",
+    "EXIF counts of gigabytes",
+    intoJpeg(
+      jpeg,
+      Array.from({ length: Math.floor(target / hugeSeg.length) }, () => hugeSeg),
+    ),
+  );
 
   // scan data the walk must step through: stuffed 0xFF00 pairs, and restart markers, every other byte
   const sos = Buffer.from(jpeg).indexOf(Buffer.from([0xff, 0xda]));
@@ -243,37 +294,105 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
   // as many segments as a file of this size may have, padded to the size with one large comment
   const underCap = (cap: number, unit: number) => Math.min(cap, Math.floor(target / unit)) - 40;
   const fewer = Array.from({ length: underCap(LIMITS.jpegSegmentsBase + Math.floor(target / LIMITS.jpegBytesPerSegment), 4) }, () => jpegSegment(0xef, []));
-  add("jpeg", "many-units", "APP15 segments up to the cap", intoJpeg(jpeg, [...fewer, ...Array.from({ length: Math.ceil((target - fewer.length * 4) / 65_000) }, () => jpegSegment(0xfe, new Uint8Array(65_000)))]));
+  add(
+    "jpeg",
+    "many-units",
+    "APP15 segments up to the cap",
+    intoJpeg(jpeg, [...fewer, ...Array.from({ length: Math.ceil((target - fewer.length * 4) / 65_000) }, () => jpegSegment(0xfe, new Uint8Array(65_000)))]),
+  );
 
   // PNG
   const png = await base("png");
   const pngFewer = Array.from({ length: underCap(LIMITS.pngChunksBase + Math.floor(target / LIMITS.pngBytesPerChunk), 13) }, () => pngChunk("tEXt", [0x41, 0]));
-  add("png", "many-units", "tEXt chunks up to the cap", intoPng(png, [...pngFewer, pngChunk("tEXt", cat([latin("Comment\0"), new Uint8Array(target - pngFewer.length * 14)]))]));
-  add("png", "many-units", "one-byte tEXt chunks", intoPng(png, Array.from({ length: Math.floor(target / 15) }, () => pngChunk("tEXt", [0x41, 0, 0x42, 0x43]))));
+  add(
+    "png",
+    "many-units",
+    "tEXt chunks up to the cap",
+    intoPng(png, [...pngFewer, pngChunk("tEXt", cat([latin("Comment\0"), new Uint8Array(target - pngFewer.length * 14)]))]),
+  );
+  add(
+    "png",
+    "many-units",
+    "one-byte tEXt chunks",
+    intoPng(
+      png,
+      Array.from({ length: Math.floor(target / 15) }, () => pngChunk("tEXt", [0x41, 0, 0x42, 0x43])),
+    ),
+  );
   add("png", "looping-ifd", "eXIf IFDs pointing at themselves", intoPng(png, [pngChunk("eXIf", loopingTiff(Math.floor(target / 12) - 10))]));
   add("png", "deep-ifd", "eXIf chain of IFDs", intoPng(png, [pngChunk("eXIf", deepTiff(Math.floor(target / 18) - 2))]));
   const hugePng = pngChunk("eXIf", hugeCountTiff());
-  add("png", "huge-counts", "eXIf counts of gigabytes, many chunks", intoPng(png, Array.from({ length: Math.floor(target / hugePng.length) }, () => hugePng)));
+  add(
+    "png",
+    "huge-counts",
+    "eXIf counts of gigabytes, many chunks",
+    intoPng(
+      png,
+      Array.from({ length: Math.floor(target / hugePng.length) }, () => hugePng),
+    ),
+  );
 
   // WebP (extended: sharp writes VP8X when there is EXIF)
   const webp = await base("webp", true);
-  add("webp", "many-units", "empty unknown chunks", intoWebp(webp, Array.from({ length: Math.floor(target / 8) }, () => riffChunk("ABCD", []))));
+  add(
+    "webp",
+    "many-units",
+    "empty unknown chunks",
+    intoWebp(
+      webp,
+      Array.from({ length: Math.floor(target / 8) }, () => riffChunk("ABCD", [])),
+    ),
+  );
   add("webp", "looping-ifd", "EXIF IFDs pointing at themselves", intoWebp(webp, [riffChunk("EXIF", loopingTiff(Math.floor(target / 12) - 10))]));
   add("webp", "deep-ifd", "EXIF chain of IFDs", intoWebp(webp, [riffChunk("EXIF", deepTiff(Math.floor(target / 18) - 2))]));
   const hugeWebp = riffChunk("EXIF", hugeCountTiff());
-  add("webp", "huge-counts", "EXIF counts of gigabytes, many chunks", intoWebp(webp, Array.from({ length: Math.floor(target / hugeWebp.length) }, () => hugeWebp)));
+  add(
+    "webp",
+    "huge-counts",
+    "EXIF counts of gigabytes, many chunks",
+    intoWebp(
+      webp,
+      Array.from({ length: Math.floor(target / hugeWebp.length) }, () => hugeWebp),
+    ),
+  );
 
   // GIF
   const gif = await base("gif");
-  const gifFewer = Array.from({ length: underCap(LIMITS.gifBlocksBase + Math.floor(target / LIMITS.gifBytesPerBlock), 5) - 10 }, () => Uint8Array.from([0x21, 0xfe, 1, 0x41, 0]));
-  add("gif", "many-units", "comment extensions up to the cap", intoGif(gif, [...gifFewer, cat([[0x21, 0xfe], ...Array.from({ length: Math.floor((target - gifFewer.length * 5) / 256) }, () => cat([[255], new Uint8Array(255)])), [0]])]));
-  add("gif", "many-units", "one-byte comment extensions", intoGif(gif, Array.from({ length: Math.floor(target / 5) }, () => Uint8Array.from([0x21, 0xfe, 1, 0x41, 0]))));
+  const gifFewer = Array.from({ length: underCap(LIMITS.gifBlocksBase + Math.floor(target / LIMITS.gifBytesPerBlock), 5) - 10 }, () =>
+    Uint8Array.from([0x21, 0xfe, 1, 0x41, 0]),
+  );
+  add(
+    "gif",
+    "many-units",
+    "comment extensions up to the cap",
+    intoGif(gif, [
+      ...gifFewer,
+      cat([[0x21, 0xfe], ...Array.from({ length: Math.floor((target - gifFewer.length * 5) / 256) }, () => cat([[255], new Uint8Array(255)])), [0]]),
+    ]),
+  );
+  add(
+    "gif",
+    "many-units",
+    "one-byte comment extensions",
+    intoGif(
+      gif,
+      Array.from({ length: Math.floor(target / 5) }, () => Uint8Array.from([0x21, 0xfe, 1, 0x41, 0])),
+    ),
+  );
   const subBlocks = new Uint8Array(Math.floor(target / 2) * 2 + 3 + 12);
   subBlocks.set([0x21, 0xff, 11, ...latin("XMP DataXMP")]);
   for (let i = 14; i < subBlocks.length - 1; i += 2) subBlocks.set([1, 0x41], i);
   subBlocks[subBlocks.length - 1] = 0;
   add("gif", "many-units", "one application extension of one-byte sub-blocks", intoGif(gif, [subBlocks]));
-  add("gif", "many-units", "unknown application extensions", intoGif(gif, Array.from({ length: Math.floor(target / 16) }, () => Uint8Array.from([0x21, 0xff, 11, ...latin("ABCDEFGH1.0"), 0]))));
+  add(
+    "gif",
+    "many-units",
+    "unknown application extensions",
+    intoGif(
+      gif,
+      Array.from({ length: Math.floor(target / 16) }, () => Uint8Array.from([0x21, 0xff, 11, ...latin("ABCDEFGH1.0"), 0])),
+    ),
+  );
 
   // AVIF
   const exifItem = cat([u32be(6), exifPayload(loopingTiff(40))]);
@@ -304,20 +423,56 @@ export async function hostileCorpus(target = MB): Promise<HostileFile[]> {
     "one Exif item of 60,000 extents over one range",
     await hostileAvif([{ id: 2, type: "Exif", extents: Array.from({ length: 60_000 }, () => ({ offset: 0, length: big.length })) }], big),
   );
-  add("avif", "many-units", "4000 Exif items", await hostileAvif(Array.from({ length: 4000 }, (_, i) => ({ id: i + 2, type: "Exif", extents: [{ offset: 0, length: exifItem.length }] })), cat([exifItem, new Uint8Array(Math.max(0, target - 200_000))])));
+  add(
+    "avif",
+    "many-units",
+    "4000 Exif items",
+    await hostileAvif(
+      Array.from({ length: 4000 }, (_, i) => ({ id: i + 2, type: "Exif", extents: [{ offset: 0, length: exifItem.length }] })),
+      cat([exifItem, new Uint8Array(Math.max(0, target - 200_000))]),
+    ),
+  );
   // iloc of zero-width fields: 65,535 items of 65,535 extents that take no bytes at all
-  const zeroIloc = fullBox("iloc", 1, 0, cat([[0x00, 0x00], u16be(0xffff), ...Array.from({ length: 0xffff }, (_, i) => [...u16be(i + 1), 0, 0, 0, 0, ...u16be(0xffff)])]));
-  add("avif", "huge-counts", "iloc of 65535 items × 65535 empty extents", await hostileAvif([], new Uint8Array(Math.max(0, target - zeroIloc.length)), zeroIloc));
+  const zeroIloc = fullBox(
+    "iloc",
+    1,
+    0,
+    cat([[0x00, 0x00], u16be(0xffff), ...Array.from({ length: 0xffff }, (_, i) => [...u16be(i + 1), 0, 0, 0, 0, ...u16be(0xffff)])]),
+  );
+  add(
+    "avif",
+    "huge-counts",
+    "iloc of 65535 items × 65535 empty extents",
+    await hostileAvif([], new Uint8Array(Math.max(0, target - zeroIloc.length)), zeroIloc),
+  );
   const loopingItem = cat([u32be(0), loopingTiff(Math.floor(target / 12) - 10)]);
-  add("avif", "looping-ifd", "Exif item of IFDs pointing at themselves", await hostileAvif([{ id: 2, type: "Exif", extents: [{ offset: 0, length: loopingItem.length }] }], loopingItem));
+  add(
+    "avif",
+    "looping-ifd",
+    "Exif item of IFDs pointing at themselves",
+    await hostileAvif([{ id: 2, type: "Exif", extents: [{ offset: 0, length: loopingItem.length }] }], loopingItem),
+  );
   const deepItem = cat([u32be(0), deepTiff(Math.floor(target / 18) - 2)]);
-  add("avif", "deep-ifd", "Exif item of a chain of IFDs", await hostileAvif([{ id: 2, type: "Exif", extents: [{ offset: 0, length: deepItem.length }] }], deepItem));
+  add(
+    "avif",
+    "deep-ifd",
+    "Exif item of a chain of IFDs",
+    await hostileAvif([{ id: 2, type: "Exif", extents: [{ offset: 0, length: deepItem.length }] }], deepItem),
+  );
   // iinf that declares 4 billion entries
   const hugeIinf = fullBox("iinf", 1, 0, cat([u32be(0xffffffff), fullBox("infe", 2, 0, [...u16be(1), 0, 0, ...latin("av01"), 0])]));
   add("avif", "huge-counts", "iinf declaring 4 billion items", await hostileAvif([], new Uint8Array(target), undefined, hugeIinf));
   // compressed text that inflates to megabytes: 4 MB of zeros deflate to ~4 KB
   const bomb = pngChunk("zTXt", cat([latin("Comment\0"), [0], deflateSync(new Uint8Array(4 * MB), { level: 9 })]));
-  add("png", "huge-counts", "zTXt chunks inflating to 4 MB each", intoPng(png, Array.from({ length: Math.floor(target / bomb.length) }, () => bomb)));
+  add(
+    "png",
+    "huge-counts",
+    "zTXt chunks inflating to 4 MB each",
+    intoPng(
+      png,
+      Array.from({ length: Math.floor(target / bomb.length) }, () => bomb),
+    ),
+  );
 
   const megabyte = pngChunk("zTXt", cat([latin("Comment\0"), [0], deflateSync(new Uint8Array(MB), { level: 9 })]));
   const allowed = Math.floor((LIMITS.pngInflatedBase + LIMITS.pngInflatedPerByte * target) / MB) - 1;

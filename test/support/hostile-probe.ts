@@ -107,11 +107,15 @@ export async function runHostileProbe(
 export function formatHostileFigures(figures: HostileFigures): string {
   const lines = ["Hostile containers (one upload at a time; CPU = server + decode processes, per MB of the file)", ""];
   for (const f of figures.files) {
-    lines.push(`${f.policy.padEnd(15)} ${f.name.padEnd(58)} ${f.mb.toFixed(2)} MB  ${String(f.status)}  ${f.cpuMsPerMb.toFixed(0).padStart(4)} ms/MB  ${f.message.slice(0, 70)}`);
+    lines.push(
+      `${f.policy.padEnd(15)} ${f.name.padEnd(58)} ${f.mb.toFixed(2)} MB  ${String(f.status)}  ${f.cpuMsPerMb.toFixed(0).padStart(4)} ms/MB  ${f.message.slice(0, 70)}`,
+    );
   }
   lines.push("", "class         files stored refused  worst CPU/MB");
   for (const [kind, c] of Object.entries(figures.classes)) {
-    lines.push(`${kind.padEnd(14)}${String(c.files).padStart(5)}${String(c.stored).padStart(7)}${String(c.refused).padStart(8)}  ${c.worstCpuMsPerMb.toFixed(0).padStart(8)} ms`);
+    lines.push(
+      `${kind.padEnd(14)}${String(c.files).padStart(5)}${String(c.stored).padStart(7)}${String(c.refused).padStart(8)}  ${c.worstCpuMsPerMb.toFixed(0).padStart(8)} ms`,
+    );
   }
   lines.push("", `probe GET /health: ${figures.probe.count} answers, max wait ${figures.probe.maxMs.toFixed(1)} ms, p99 ${figures.probe.p99Ms.toFixed(1)} ms`);
   return lines.join("\n");

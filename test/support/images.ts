@@ -1,12 +1,7 @@
 import sharp from "sharp";
 
 /** Test images, generated with sharp. */
-export async function makeImage(
-  format: "png" | "jpeg" | "gif" | "webp" | "avif" | "tiff",
-  width = 64,
-  height = 48,
-  color = "#3366cc",
-): Promise<Uint8Array> {
+export async function makeImage(format: "png" | "jpeg" | "gif" | "webp" | "avif" | "tiff", width = 64, height = 48, color = "#3366cc"): Promise<Uint8Array> {
   const base = sharp({ create: { width, height, channels: 3, background: color } });
   return new Uint8Array(await base[format]().toBuffer());
 }
@@ -19,12 +14,23 @@ export async function makeNoisyJpeg(width: number, height: number, quality = 85)
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
     raw[i] = (seed >> 16) & 0xff;
   }
-  return new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({ quality }).toBuffer());
+  return new Uint8Array(
+    await sharp(raw, { raw: { width, height, channels: 3 } })
+      .jpeg({ quality })
+      .toBuffer(),
+  );
 }
 
 export async function makeAnimatedGif(width = 40, height = 30): Promise<Uint8Array> {
-  const frame = (c: string) => sharp({ create: { width, height, channels: 3, background: c } }).png().toBuffer();
-  return new Uint8Array(await sharp([await frame("red"), await frame("blue")], { join: { animated: true } }).gif().toBuffer());
+  const frame = (c: string) =>
+    sharp({ create: { width, height, channels: 3, background: c } })
+      .png()
+      .toBuffer();
+  return new Uint8Array(
+    await sharp([await frame("red"), await frame("blue")], { join: { animated: true } })
+      .gif()
+      .toBuffer(),
+  );
 }
 
 export interface Part {

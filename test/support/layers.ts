@@ -55,7 +55,11 @@ export const exceptions: { from: string; to: string; why: string }[] = [
   { from: "cli/commands/backup.ts", to: "services/backup/index.ts", why: "backup create/restore work on a stopped server's DATA_DIR: no API to call" },
   { from: "cli/commands/database.ts", to: "env.ts", why: "database move works on a stopped server's DATA_DIR: no API to call" },
   { from: "cli/commands/database.ts", to: "services/backup/index.ts", why: "database move works on a stopped server's DATA_DIR: no API to call" },
-  { from: "cli/commands/storage.ts", to: "services/reconcile/names.ts", why: "the quarantine's folder and days, printed in the help; the API does not report them" },
+  {
+    from: "cli/commands/storage.ts",
+    to: "services/reconcile/names.ts",
+    why: "the quarantine's folder and days, printed in the help; the API does not report them",
+  },
 ];
 
 /** Files outside src/ that src/ may name: the package's own version, and (for the CLI only) the spec's types. */
@@ -119,7 +123,11 @@ export function importsOf(path: string, text = readFileSync(path, "utf8")): { sp
       const typeOnly =
         !!clause &&
         (clause.isTypeOnly ||
-          (!clause.name && !!clause.namedBindings && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+          (!clause.name &&
+            !!clause.namedBindings &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.length > 0 &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
       add(node, node.moduleSpecifier, typeOnly);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier) {
       add(node, node.moduleSpecifier, node.isTypeOnly);
@@ -144,7 +152,9 @@ export function sourceImports(src: string): Import[] {
     const from = relative(root, path).split("\\").join("/");
     for (const { specifier, typeOnly, line } of importsOf(path)) {
       if (!specifier.startsWith(".")) continue; // a package
-      const to = relative(root, resolve(dirname(path), specifier)).split("\\").join("/");
+      const to = relative(root, resolve(dirname(path), specifier))
+        .split("\\")
+        .join("/");
       out.push({ from, to, specifier, typeOnly, line });
     }
   }

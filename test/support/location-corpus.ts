@@ -26,7 +26,8 @@ export interface LocationFile {
 const MIME: Record<LocationFormat, string> = { jpeg: "image/jpeg", png: "image/png", webp: "image/webp", gif: "image/gif", avif: "image/avif" };
 const EXT: Record<LocationFormat, string> = { jpeg: "jpg", png: "png", webp: "webp", gif: "gif", avif: "avif" };
 
-const cat = (parts: (Uint8Array | number[])[]) => new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p instanceof Uint8Array ? p : Uint8Array.from(p)))));
+const cat = (parts: (Uint8Array | number[])[]) =>
+  new Uint8Array(Buffer.concat(parts.map((p) => Buffer.from(p instanceof Uint8Array ? p : Uint8Array.from(p)))));
 const latin = (s: string) => [...Buffer.from(s, "latin1")];
 const u16 = (v: number) => [(v >> 8) & 0xff, v & 0xff];
 const u32 = (v: number) => [(v >>> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff];
@@ -52,16 +53,29 @@ interface IfdSpec {
 }
 
 const ascii = (tag: number, text: string): Value => ({ tag, type: 2, count: text.length + 1, bytes: [...latin(text), 0] });
-const rationals = (tag: number, values: [number, number][]): Value => ({ tag, type: 5, count: values.length, bytes: values.flatMap(([n, d]) => [...u32(n), ...u32(d)]) });
+const rationals = (tag: number, values: [number, number][]): Value => ({
+  tag,
+  type: 5,
+  count: values.length,
+  bytes: values.flatMap(([n, d]) => [...u32(n), ...u32(d)]),
+});
 
 /** A GPS IFD: version, latitude and longitude (48°51'30.24"N, 2°17'40.2"E). */
 const gpsIfd = (): IfdSpec => ({
   entries: [
     { tag: 0x0000, type: 1, count: 4, bytes: [2, 3, 0, 0] },
     ascii(0x0001, "N"),
-    rationals(0x0002, [[48, 1], [51, 1], [3024, 100]]),
+    rationals(0x0002, [
+      [48, 1],
+      [51, 1],
+      [3024, 100],
+    ]),
     ascii(0x0003, "E"),
-    rationals(0x0004, [[2, 1], [17, 1], [4020, 100]]),
+    rationals(0x0004, [
+      [2, 1],
+      [17, 1],
+      [4020, 100],
+    ]),
   ],
 });
 
@@ -135,7 +149,21 @@ const camera = () => [ascii(0x010f, "Examplephone"), ascii(0x0110, "EP 15 Pro")]
 /** IFD0 → GPS. */
 const gpsInIfd0 = () => buildTiff({ entries: [...camera(), { tag: 0x8825, ifd: gpsIfd() }] });
 /** IFD0 → Exif sub-IFD → GPS. */
-const gpsInExifIfd = () => buildTiff({ entries: [...camera(), { tag: 0x8769, ifd: { entries: [{ tag: 0x9000, type: 7, count: 4, bytes: latin("0231") }, { tag: 0x8825, ifd: gpsIfd() }] } }] });
+const gpsInExifIfd = () =>
+  buildTiff({
+    entries: [
+      ...camera(),
+      {
+        tag: 0x8769,
+        ifd: {
+          entries: [
+            { tag: 0x9000, type: 7, count: 4, bytes: latin("0231") },
+            { tag: 0x8825, ifd: gpsIfd() },
+          ],
+        },
+      },
+    ],
+  });
 /** IFD0 → IFD1 → IFD2, which holds the GPS pointer. */
 const gpsInIfd2 = () =>
   buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], next: { entries: [{ tag: 0x8825, ifd: gpsIfd() }] } } });
@@ -149,7 +177,16 @@ let size = { width: 64, height: 48 };
 async function base(format: LocationFormat, exif = false): Promise<Uint8Array> {
   let image = sharp({ create: { ...size, channels: 3, background: "#2a7" } });
   if (exif) image = image.withExif({ IFD0: { Make: "Base" } });
-  const out = format === "jpeg" ? image.jpeg() : format === "png" ? image.png() : format === "webp" ? image.webp({ lossless: true }) : format === "gif" ? image.gif() : image.avif({ effort: 0 });
+  const out =
+    format === "jpeg"
+      ? image.jpeg()
+      : format === "png"
+        ? image.png()
+        : format === "webp"
+          ? image.webp({ lossless: true })
+          : format === "gif"
+            ? image.gif()
+            : image.avif({ effort: 0 });
   return new Uint8Array(await out.toBuffer());
 }
 
@@ -243,13 +280,30 @@ async function avifWith(exif: Uint8Array | null, extraTop: Uint8Array[] = []): P
   at += baseSize + 2;
   const coded = b.subarray(baseOffset + v.getUint32(at), baseOffset + v.getUint32(at) + v.getUint32(at + 4));
   const items = exif ? 2 : 1;
-  const iinf = fullBox("iinf", 0, cat([u16(items), fullBox("infe", 2, [...u16(1), 0, 0, ...latin("av01"), 0]), ...(exif ? [fullBox("infe", 2, [...u16(2), 0, 0, ...latin("Exif"), 0])] : [])]));
+  const iinf = fullBox(
+    "iinf",
+    0,
+    cat([
+      u16(items),
+      fullBox("infe", 2, [...u16(1), 0, 0, ...latin("av01"), 0]),
+      ...(exif ? [fullBox("infe", 2, [...u16(2), 0, 0, ...latin("Exif"), 0])] : []),
+    ]),
+  );
   const iref = exif ? [fullBox("iref", 0, box("cdsc", [...u16(2), ...u16(1), ...u16(1)]))] : [];
   const iloc = (data: number) =>
     fullBox(
       "iloc",
       0,
-      cat([[0x44, 0x00], u16(items), u16(1), [0, 0], u16(1), u32(data), u32(coded.length), ...(exif ? [cat([u16(2), [0, 0], u16(1), u32(data + coded.length), u32(exif.length)])] : [])]),
+      cat([
+        [0x44, 0x00],
+        u16(items),
+        u16(1),
+        [0, 0],
+        u16(1),
+        u32(data),
+        u32(coded.length),
+        ...(exif ? [cat([u16(2), [0, 0], u16(1), u32(data + coded.length), u32(exif.length)])] : []),
+      ]),
     );
   const metaBox = (data: number) => fullBox("meta", 0, cat([...raw("hdlr"), ...raw("pitm"), iloc(data), iinf, ...iref, ...raw("iprp")]));
   const head = b.subarray(0, ftyp.end);
@@ -264,7 +318,10 @@ const XMP = new Uint8Array(Buffer.from(PHONE_XMP, "utf8"));
 /** Every case on a small picture and on one larger than the thumbnail box. */
 export async function locationCorpus(): Promise<LocationFile[]> {
   const files: LocationFile[] = [];
-  for (const s of [{ width: 64, height: 48 }, { width: 480, height: 360 }]) {
+  for (const s of [
+    { width: 64, height: 48 },
+    { width: 480, height: 360 },
+  ]) {
     size = s;
     files.push(...(await cases(s.width > 400 ? " (large)" : "")));
   }
@@ -274,7 +331,14 @@ export async function locationCorpus(): Promise<LocationFile[]> {
 async function cases(suffix: string): Promise<LocationFile[]> {
   const files: LocationFile[] = [];
   const add = (format: LocationFormat, klass: LocationFile["class"], name: string, bytes: Uint8Array) =>
-    files.push({ name: `${format}: ${name}${suffix}`, format, class: klass, bytes, filename: `${name.replace(/\W+/g, "-")}.${EXT[format]}`, mimetype: MIME[format] });
+    files.push({
+      name: `${format}: ${name}${suffix}`,
+      format,
+      class: klass,
+      bytes,
+      filename: `${name.replace(/\W+/g, "-")}.${EXT[format]}`,
+      mimetype: MIME[format],
+    });
 
   // JPEG
   const jpeg = await base("jpeg");
@@ -286,8 +350,19 @@ async function cases(suffix: string): Promise<LocationFile[]> {
   add("jpeg", "gps-pointer", "GPS pointer in IFD2", intoJpeg(jpeg, [exifApp("Exif\0\0", gpsInIfd2())]));
   add("jpeg", "xmp-header", "XMP as a bare xpacket", intoJpeg(jpeg, [app(0xe1, XMP)]));
   add("jpeg", "xmp-header", "XMP behind XMP\\0://", intoJpeg(jpeg, [app(0xe1, cat([latin("XMP\0://ns.adobe.com/xap/1.0/\0"), XMP]))]));
-  const thumbnail = intoJpeg(await sharp({ create: { width: 16, height: 12, channels: 3, background: "#a72" } }).jpeg().toBuffer().then((x) => new Uint8Array(x)), [exifApp("Exif\0\0", gpsInIfd0())]);
-  add("jpeg", "thumbnail", "GPS in the IFD1 thumbnail", intoJpeg(jpeg, [exifApp("Exif\0\0", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))]));
+  const thumbnail = intoJpeg(
+    await sharp({ create: { width: 16, height: 12, channels: 3, background: "#a72" } })
+      .jpeg()
+      .toBuffer()
+      .then((x) => new Uint8Array(x)),
+    [exifApp("Exif\0\0", gpsInIfd0())],
+  );
+  add(
+    "jpeg",
+    "thumbnail",
+    "GPS in the IFD1 thumbnail",
+    intoJpeg(jpeg, [exifApp("Exif\0\0", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))]),
+  );
   add("jpeg", "thumbnail", "GPS in a JFXX thumbnail", intoJpeg(jpeg, [app(0xe0, cat([latin("JFXX\0"), [0x10], thumbnail]))]));
 
   // PNG
@@ -297,8 +372,26 @@ async function cases(suffix: string): Promise<LocationFile[]> {
   add("png", "gps-pointer", "eXIf with the GPS pointer in IFD2", intoPng(png, [pngChunk("eXIf", gpsInIfd2())]));
   add("png", "xmp-header", "XMP in a zTXt chunk", intoPng(png, [pngChunk("zTXt", cat([latin("XML:com.adobe.xmp\0"), [0], deflateSync(XMP)]))]));
   add("png", "xmp-header", "XMP in a Comment text chunk", intoPng(png, [pngChunk("tEXt", cat([latin("Comment\0"), XMP]))]));
-  add("png", "xmp-header", "EXIF hex profile in a Raw profile chunk", intoPng(png, [pngChunk("tEXt", cat([latin("Raw profile type exif\0"), latin(`\nexif\n${gpsInIfd0().length + 6}\n${Buffer.from(cat([latin("Exif\0\0"), gpsInIfd0()])).toString("hex")}\n`)]))]));
-  add("png", "thumbnail", "eXIf with GPS in the IFD1 thumbnail", intoPng(png, [pngChunk("eXIf", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))]));
+  add(
+    "png",
+    "xmp-header",
+    "EXIF hex profile in a Raw profile chunk",
+    intoPng(png, [
+      pngChunk(
+        "tEXt",
+        cat([
+          latin("Raw profile type exif\0"),
+          latin(`\nexif\n${gpsInIfd0().length + 6}\n${Buffer.from(cat([latin("Exif\0\0"), gpsInIfd0()])).toString("hex")}\n`),
+        ]),
+      ),
+    ]),
+  );
+  add(
+    "png",
+    "thumbnail",
+    "eXIf with GPS in the IFD1 thumbnail",
+    intoPng(png, [pngChunk("eXIf", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))]),
+  );
 
   // WebP (extended, EXIF flag set)
   const webp = await base("webp", true);
@@ -306,12 +399,27 @@ async function cases(suffix: string): Promise<LocationFile[]> {
   add("webp", "gps-pointer", "EXIF with the GPS pointer in the Exif sub-IFD", intoWebp(webp, [riffChunk("EXIF", gpsInExifIfd())]));
   add("webp", "gps-pointer", "EXIF with the GPS pointer in IFD2", intoWebp(webp, [riffChunk("EXIF", gpsInIfd2())]));
   add("webp", "xmp-header", "XMP chunk as a bare xpacket", intoWebp(webp, [riffChunk("XMP ", XMP)]));
-  add("webp", "thumbnail", "EXIF with GPS in the IFD1 thumbnail", intoWebp(webp, [riffChunk("EXIF", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))]));
+  add(
+    "webp",
+    "thumbnail",
+    "EXIF with GPS in the IFD1 thumbnail",
+    intoWebp(webp, [riffChunk("EXIF", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))]),
+  );
 
   // GIF
   const gif = await base("gif");
-  add("gif", "xmp-header", "XMP application extension", intoGif(gif, [cat([[0x21, 0xff, 11], latin("XMP DataXMP"), XMP, [1], Array.from({ length: 256 }, (_, i) => 255 - i), [0]])]));
-  add("gif", "xmp-header", "XMP in sub-blocks of an unknown application extension", intoGif(gif, [cat([[0x21, 0xff, 11], latin("XMP Data   "), subBlocks(XMP)])]));
+  add(
+    "gif",
+    "xmp-header",
+    "XMP application extension",
+    intoGif(gif, [cat([[0x21, 0xff, 11], latin("XMP DataXMP"), XMP, [1], Array.from({ length: 256 }, (_, i) => 255 - i), [0]])]),
+  );
+  add(
+    "gif",
+    "xmp-header",
+    "XMP in sub-blocks of an unknown application extension",
+    intoGif(gif, [cat([[0x21, 0xff, 11], latin("XMP Data   "), subBlocks(XMP)])]),
+  );
   add("gif", "xmp-header", "XMP in a comment", intoGif(gif, [cat([[0x21, 0xfe], subBlocks(XMP)])]));
 
   // AVIF
@@ -322,6 +430,11 @@ async function cases(suffix: string): Promise<LocationFile[]> {
   add("avif", "gps-pointer", "Exif item with the GPS pointer in IFD2", await avifWith(exifItem("Exif\0\0", gpsInIfd2())));
   const XMP_UUID = [0xbe, 0x7a, 0xcf, 0xcb, 0x97, 0xa9, 0x42, 0xe8, 0x9c, 0x71, 0x99, 0x94, 0x91, 0xe3, 0xaf, 0xac];
   add("avif", "xmp-header", "XMP in a top-level uuid box", await avifWith(null, [box("uuid", cat([XMP_UUID, XMP]))]));
-  add("avif", "thumbnail", "Exif item with GPS in the IFD1 thumbnail", await avifWith(exifItem("Exif\0\0", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))));
+  add(
+    "avif",
+    "thumbnail",
+    "Exif item with GPS in the IFD1 thumbnail",
+    await avifWith(exifItem("Exif\0\0", buildTiff({ entries: camera(), next: { entries: [{ tag: 0x0103, type: 3, count: 1, bytes: [0, 6] }], thumbnail } }))),
+  );
   return files;
 }

@@ -45,8 +45,7 @@ export function findSecrets(text: string, literals: string[]): Finding[] {
   const findings: Finding[] = [];
   const lines = text.split("\n");
   lines.forEach((line, i) => {
-    const report = (what: string, at: number) =>
-      findings.push({ line: i + 1, what, excerpt: line.slice(Math.max(0, at - 60), at + 80) });
+    const report = (what: string, at: number) => findings.push({ line: i + 1, what, excerpt: line.slice(Math.max(0, at - 60), at + 80) });
     for (const { what, pattern, keep } of SHAPES) {
       for (const m of line.matchAll(pattern)) if (!keep || keep(m[0])) report(what, m.index!);
     }

@@ -61,6 +61,13 @@ export async function phonePhoto(format: PhoneFormat, width = 640, height = 480,
     .withExif(PHONE_EXIF)
     .withXmp(PHONE_XMP)
     .withMetadata({ orientation: options.orientation ?? 6 });
-  const out = format === "jpeg" ? base.jpeg({ quality: 90 }) : format === "png" ? base.png() : format === "webp" ? base.webp({ quality: 90 }) : base.avif({ quality: 60 });
+  const out =
+    format === "jpeg"
+      ? base.jpeg({ quality: 90 })
+      : format === "png"
+        ? base.png()
+        : format === "webp"
+          ? base.webp({ quality: 90 })
+          : base.avif({ quality: 60 });
   return new Uint8Array(await out.toBuffer());
 }

@@ -59,7 +59,11 @@ export async function cameraLikePhoto(width: number, height: number, seed: numbe
     raw[i * 3 + 1] = Math.max(0, Math.min(255, l * 0.95 + grain()));
     raw[i * 3 + 2] = Math.max(0, Math.min(255, l * 0.85 - h + grain()));
   }
-  return new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).jpeg({ quality: 90 }).toBuffer());
+  return new Uint8Array(
+    await sharp(raw, { raw: { width, height, channels: 3 } })
+      .jpeg({ quality: 90 })
+      .toBuffer(),
+  );
 }
 
 /** PSNR (dB) over all channels of two same-sized RGB buffers. */
@@ -116,4 +120,3 @@ export function ssim(a: Uint8Array, b: Uint8Array, width: number, height: number
   }
   return total / windows;
 }
-

@@ -36,7 +36,11 @@ export function visitorClass(context: () => TestContext, nextAddress: () => stri
     }
 
     /** A form post; `origin` null sends none, `formToken` null leaves the field out. */
-    async post(path: string, fields: Record<string, string> = {}, options: { origin?: string | null; formToken?: string | null; headers?: Record<string, string> } = {}) {
+    async post(
+      path: string,
+      fields: Record<string, string> = {},
+      options: { origin?: string | null; formToken?: string | null; headers?: Record<string, string> } = {},
+    ) {
       const { origin = BASE_URL, formToken = this.formToken, headers = {} } = options;
       const body = new URLSearchParams({ ...(formToken ? { _csrf: formToken } : {}), ...fields });
       const res = await context().request(path, {

@@ -39,7 +39,16 @@ describe("AVIF effort", () => {
     expect(avifPsnr).toBeGreaterThan(webpPsnr - 1);
     expect(variant.out.byteLength).toBeLessThan(webp.byteLength * 1.2);
 
-    const plan = { format: "avif" as const, quality: 50, maxWidth: null, maxHeight: null, animated: false, onlyIfSmaller: false, keepMetadata: false, steps: ["convert"] };
+    const plan = {
+      format: "avif" as const,
+      quality: 50,
+      maxWidth: null,
+      maxHeight: null,
+      animated: false,
+      onlyIfSmaller: false,
+      keepMetadata: false,
+      steps: ["convert"],
+    };
     const converted = await timed(() => processImage(photo, plan, 100_000_000));
     expect(converted.cpu).toBeLessThan(1500);
     expect(converted.out.mimetype).toBe("image/avif");

@@ -44,9 +44,7 @@ const parse = (body: Uint8Array, boundary: string): Parsed => {
   const r = parseMultipart(body, boundary);
   return {
     fields: Object.fromEntries(r.fields),
-    files: Object.fromEntries(
-      [...r.files].map(([k, f]) => [k, { filename: f.filename, contentType: f.contentType, bytes: [...f.bytes] }]),
-    ),
+    files: Object.fromEntries([...r.files].map(([k, f]) => [k, { filename: f.filename, contentType: f.contentType, bytes: [...f.bytes] }])),
   };
 };
 const bytes = (s: string) => [...new TextEncoder().encode(s)];
@@ -56,8 +54,7 @@ const oneFile = (filename: string, contentType = "image/png", content = "PNGDATA
   fields: {},
   files: { file: { filename, contentType, bytes: bytes(content) } },
 });
-const fileBody = (disposition: string, type = "Content-Type: image/png") =>
-  crlf("--B", cd(disposition), type, "", "PNGDATA", "--B--", "");
+const fileBody = (disposition: string, type = "Content-Type: image/png") => crlf("--B", cd(disposition), type, "", "PNGDATA", "--B--", "");
 const MALFORMED = { error: 400 } as const;
 
 describe("parseMultipart", () => {
@@ -68,11 +65,25 @@ describe("parseMultipart", () => {
     [
       "several fields and one file",
       crlf(
-        "--B", cd('name="strategy_id"'), "", "2",
-        "--B", cd('name="permission"'), "", "0",
-        "--B", cd('name="file"; filename="a.png"'), "Content-Type: image/png", "", "PNGDATA",
-        "--B", cd('name="ssl"'), "", "true",
-        "--B--", "",
+        "--B",
+        cd('name="strategy_id"'),
+        "",
+        "2",
+        "--B",
+        cd('name="permission"'),
+        "",
+        "0",
+        "--B",
+        cd('name="file"; filename="a.png"'),
+        "Content-Type: image/png",
+        "",
+        "PNGDATA",
+        "--B",
+        cd('name="ssl"'),
+        "",
+        "true",
+        "--B--",
+        "",
       ),
       "B",
       {
@@ -94,18 +105,18 @@ describe("parseMultipart", () => {
     ["field value containing -- and the boundary mid-line", crlf("--B", cd('name="a"'), "", "a --B b", "--", "--B--", ""), "B", oneField("a", "a --B b\r\n--")],
     ["UTF-8 field value", crlf("--B", cd('name="title"'), "", "图片 ✓", "--B--", ""), "B", oneField("title", "图片 ✓")],
     ["a repeated field keeps the first", crlf("--B", cd('name="a"'), "", "1", "--B", cd('name="a"'), "", "2", "--B--", ""), "B", oneField("a", "1")],
-    ["header names and params in other case", crlf("--B", "content-disposition: form-data; NAME=\"a\"", "", "1", "--B--", ""), "B", oneField("a", "1")],
+    ["header names and params in other case", crlf("--B", 'content-disposition: form-data; NAME="a"', "", "1", "--B--", ""), "B", oneField("a", "1")],
     ["unquoted name", crlf("--B", cd("name=a"), "", "1", "--B--", ""), "B", oneField("a", "1")],
     ["name after filename", fileBody('filename="a.png"; name="file"'), "B", oneFile("a.png")],
     ["plain filename", fileBody('name="file"; filename="a.png"'), "B", oneFile("a.png")],
     ["unquoted filename", fileBody("name=file; filename=a.png"), "B", oneFile("a.png")],
-    ["empty filename (browser with no file chosen)", fileBody('name="file"; filename=""', "Content-Type: application/octet-stream"), "B", oneFile("", "application/octet-stream")],
     [
-      "filename* (RFC 5987) wins over filename",
-      fileBody(`name="file"; filename="fallback.png"; filename*=UTF-8''%E5%9B%BE%20a.png`),
+      "empty filename (browser with no file chosen)",
+      fileBody('name="file"; filename=""', "Content-Type: application/octet-stream"),
       "B",
-      oneFile("图 a.png"),
+      oneFile("", "application/octet-stream"),
     ],
+    ["filename* (RFC 5987) wins over filename", fileBody(`name="file"; filename="fallback.png"; filename*=UTF-8''%E5%9B%BE%20a.png`), "B", oneFile("图 a.png")],
     ["filename* alone", fileBody(`name="file"; filename*=utf-8'en'%C3%A9t%C3%A9.png`), "B", oneFile("été.png")],
     ["filename* quoted (lenient)", fileBody(`name="file"; filename*="UTF-8''a%20b.png"`), "B", oneFile("a b.png")],
     ["filename* with bad percent-encoding falls back to filename", fileBody(`name="file"; filename="ok.png"; filename*=UTF-8''%E5%9B`), "B", oneFile("ok.png")],
@@ -116,9 +127,19 @@ describe("parseMultipart", () => {
     ["filename with a POSIX path", fileBody('name="file"; filename="/tmp/x/a.png"'), "B", oneFile("/tmp/x/a.png")],
     ["filename with ; and name= inside the quotes", fileBody('name="file"; filename="x; name=evil.png"'), "B", oneFile("x; name=evil.png")],
     ["filename with ; name= inside the quotes, name last", fileBody('filename="x; name=evil.png"; name="file"'), "B", oneFile("x; name=evil.png")],
-    ["filename* inside a quoted filename is not a param", fileBody(`name="file"; filename="a; filename*=UTF-8''evil.png"`), "B", oneFile("a; filename*=UTF-8''evil.png")],
+    [
+      "filename* inside a quoted filename is not a param",
+      fileBody(`name="file"; filename="a; filename*=UTF-8''evil.png"`),
+      "B",
+      oneFile("a; filename*=UTF-8''evil.png"),
+    ],
     ["UTF-8 filename (raw bytes, as browsers send)", fileBody('name="file"; filename="照片.png"'), "B", oneFile("照片.png")],
-    ["declared type is kept, lower-cased, without params", fileBody('name="file"; filename="a.png"', "Content-Type: Image/JPEG; q=1"), "B", oneFile("a.png", "image/jpeg")],
+    [
+      "declared type is kept, lower-cased, without params",
+      fileBody('name="file"; filename="a.png"', "Content-Type: Image/JPEG; q=1"),
+      "B",
+      oneFile("a.png", "image/jpeg"),
+    ],
     ["file part without Content-Type", crlf("--B", cd('name="file"; filename="a.png"'), "", "PNGDATA", "--B--", ""), "B", oneFile("a.png", "")],
     ["empty file", crlf("--B", cd('name="file"; filename="a.png"'), "Content-Type: image/png", "", "", "--B--", ""), "B", oneFile("a.png", "image/png", "")],
     [
@@ -127,7 +148,12 @@ describe("parseMultipart", () => {
       "B",
       { fields: {}, files: { file: { filename: "a.bin", contentType: "", bytes: [...binary] } } },
     ],
-    ["a repeated file keeps the first", crlf("--B", cd('name="file"; filename="1.png"'), "", "PNGDATA", "--B", cd('name="file"; filename="2.png"'), "", "x", "--B--"), "B", oneFile("1.png", "")],
+    [
+      "a repeated file keeps the first",
+      crlf("--B", cd('name="file"; filename="1.png"'), "", "PNGDATA", "--B", cd('name="file"; filename="2.png"'), "", "x", "--B--"),
+      "B",
+      oneFile("1.png", ""),
+    ],
     ["only the closing delimiter", crlf("--B--", ""), "B", noParts],
     // malformed bodies: a 400 AppError, never a crash or a silently empty result
     ["empty body", new Uint8Array(0), "B", MALFORMED],
@@ -247,16 +273,19 @@ describe("readBodyWithin", () => {
     let cancelled = false;
     const request = new Request("http://localhost/", {
       method: "POST",
-      body: new ReadableStream<Uint8Array>({
-        pull(controller) {
-          pulls++;
-          controller.enqueue(new Uint8Array(4));
-          if (pulls === 1000) controller.close();
+      body: new ReadableStream<Uint8Array>(
+        {
+          pull(controller) {
+            pulls++;
+            controller.enqueue(new Uint8Array(4));
+            if (pulls === 1000) controller.close();
+          },
+          cancel() {
+            cancelled = true;
+          },
         },
-        cancel() {
-          cancelled = true;
-        },
-      }, { highWaterMark: 0 }),
+        { highWaterMark: 0 },
+      ),
     });
     await expect(readBodyWithin(request, { limit: 10, deadlineMs: 10_000 })).rejects.toBeInstanceOf(BodyTooLarge);
     expect(cancelled).toBe(true);

@@ -15,7 +15,11 @@ function chunk(type: string, data: Uint8Array): Uint8Array {
 
 /** A PNG with `extra` chunks inserted after IHDR. */
 async function pngWith(...extra: Uint8Array[]): Promise<Uint8Array> {
-  const png = new Uint8Array(await sharp({ create: { width: 8, height: 8, channels: 3, background: "#336699" } }).png().toBuffer());
+  const png = new Uint8Array(
+    await sharp({ create: { width: 8, height: 8, channels: 3, background: "#336699" } })
+      .png()
+      .toBuffer(),
+  );
   const ihdrEnd = 8 + 12 + 13;
   return new Uint8Array(Buffer.concat([png.subarray(0, ihdrEnd), ...extra, png.subarray(ihdrEnd)]));
 }

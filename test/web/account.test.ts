@@ -25,8 +25,7 @@ let addressSeq = 0;
 const nextAddress = () => `203.0.113.${++addressSeq}`;
 
 const CHROME_LINUX = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
-const SAFARI_IPHONE =
-  "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
+const SAFARI_IPHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1";
 
 async function userWithPassword() {
   const username = `acct${++seq}_${Math.random().toString(36).slice(2, 6)}`;
@@ -35,12 +34,15 @@ async function userWithPassword() {
 }
 
 const Visitor = visitorClass(() => ctx, nextAddress);
-type Visitor = InstanceType<typeof Visitor>;
 
 /** Signs in as a browser with this User-Agent would, and reads the form token. */
 async function signInAs(username: string, userAgent?: string, password = PASSWORD) {
   const visitor = new Visitor();
-  const res = await visitor.post("/user/login", { login: username, password }, { formToken: null, headers: userAgent === undefined ? {} : { "user-agent": userAgent } });
+  const res = await visitor.post(
+    "/user/login",
+    { login: username, password },
+    { formToken: null, headers: userAgent === undefined ? {} : { "user-agent": userAgent } },
+  );
   expect(res.status, await res.clone().text()).toBe(303);
   expect((await visitor.get("/user/account")).status).toBe(200);
   return visitor;
@@ -74,7 +76,11 @@ describe("the User-Agent of a session", () => {
     try {
       const username = `signup${++seq}`;
       const visitor = new Visitor();
-      const res = await visitor.post("/user/register", { username, email: `${username}@example.com`, password: PASSWORD }, { formToken: null, headers: { "user-agent": SAFARI_IPHONE } });
+      const res = await visitor.post(
+        "/user/register",
+        { username, email: `${username}@example.com`, password: PASSWORD },
+        { formToken: null, headers: { "user-agent": SAFARI_IPHONE } },
+      );
       expect(res.status).toBe(303);
       const [row] = await ctx.db.select().from(users).where(eq(users.username, username));
       expect((await sessionsOf(row!.id)).map((s) => s.userAgent)).toEqual([SAFARI_IPHONE]);
@@ -87,10 +93,12 @@ describe("the User-Agent of a session", () => {
     expect(describeUserAgent(CHROME_LINUX)).toBe("Chrome on Linux");
     expect(describeUserAgent(SAFARI_IPHONE)).toBe("Safari on iPhone");
     expect(describeUserAgent("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0")).toBe("Firefox on Windows");
-    expect(describeUserAgent("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0")).toBe(
-      "Edge on macOS",
+    expect(
+      describeUserAgent("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"),
+    ).toBe("Edge on macOS");
+    expect(describeUserAgent("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36")).toBe(
+      "Chrome on Android",
     );
-    expect(describeUserAgent("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36")).toBe("Chrome on Android");
     expect(describeUserAgent("curl/8.5.0")).toBe("Unknown browser");
     expect(describeUserAgent("")).toBe("Unknown browser");
   });
@@ -129,7 +137,11 @@ describe("changing the email", () => {
   test("a taken email is a 422 that does not say whose; the case does not matter", async () => {
     const { user, visitor } = await signedIn();
     const otherName = `owner${++seq}_${Math.random().toString(36).slice(2, 6)}`;
-    const other = { ...(await ctx.createUser({ username: otherName, email: `mailbox${seq}@example.net` })), username: otherName, email: `mailbox${seq}@example.net` };
+    const other = {
+      ...(await ctx.createUser({ username: otherName, email: `mailbox${seq}@example.net` })),
+      username: otherName,
+      email: `mailbox${seq}@example.net`,
+    };
     for (const email of [other.email, other.email.toUpperCase()]) {
       const res = await visitor.post("/user/account/email", { email, current_password: PASSWORD });
       expect(res.status).toBe(422);
@@ -167,7 +179,10 @@ describe("changing the email", () => {
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await visitor.post("/user/account/email", { email: `x${i}@example.com`, current_password: "guess" })).status);
     for (let i = 0; i < 3; i++) {
-      statuses.push((await visitor.post("/user/account/password", { current_password: "guess", new_password: "a new password 9", new_password_again: "a new password 9" })).status);
+      statuses.push(
+        (await visitor.post("/user/account/password", { current_password: "guess", new_password: "a new password 9", new_password_again: "a new password 9" }))
+          .status,
+      );
     }
     expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
     const throttled = await visitor.post("/user/account/email", { email: "y@example.com", current_password: PASSWORD });
@@ -255,7 +270,11 @@ describe("the account's sessions", () => {
   test("changing the password still ends the other sessions", async () => {
     const { user, visitor } = await signedIn();
     const phone = await signInAs(user.username, SAFARI_IPHONE);
-    const res = await visitor.post("/user/account/password", { current_password: PASSWORD, new_password: "a new password 1", new_password_again: "a new password 1" });
+    const res = await visitor.post("/user/account/password", {
+      current_password: PASSWORD,
+      new_password: "a new password 1",
+      new_password_again: "a new password 1",
+    });
     expect(res.status).toBe(200);
     const html = await res.text();
     expect(html).toContain("you were signed out everywhere else");
@@ -382,7 +401,12 @@ describe("API tokens: telling them apart", () => {
 describe("the upload page's limits", () => {
   test("the group's size limit and extensions are handed to the script, the limit written in the page's one unit", async () => {
     const { visitor } = await signedIn();
-    const group = await ctx.admin("POST", "/api/admin/groups", { name: `small ${++seq}`, strategy_ids: [1], max_file_size_kb: 1536, allowed_extensions: ["png", "jpg"] });
+    const group = await ctx.admin("POST", "/api/admin/groups", {
+      name: `small ${++seq}`,
+      strategy_ids: [1],
+      max_file_size_kb: 1536,
+      allowed_extensions: ["png", "jpg"],
+    });
     const { user: small } = await signedIn();
     await ctx.admin("PATCH", `/api/admin/users/${small.id}`, { group_id: group.id });
     const smallVisitor = await signInAs(small.username, CHROME_LINUX);

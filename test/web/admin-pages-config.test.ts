@@ -607,23 +607,43 @@ describe("strategies", () => {
   test("Test never echoes a remote endpoint: its message and error code give way to a fixed reason", async () => {
     // an "S3 endpoint" whose every answer is an error with words of its own
     const LEAK = "REMOTE-WORDS <script>alert(1)</script> visit evil.example";
-    const codes: Record<string, [number, string]> = { denied: [403, "AccessDenied"], missing: [404, "NoSuchBucket"], keys: [403, "InvalidAccessKeyId"], odd: [500, LEAK.replace(/\W/g, "")] };
+    const codes: Record<string, [number, string]> = {
+      denied: [403, "AccessDenied"],
+      missing: [404, "NoSuchBucket"],
+      keys: [403, "InvalidAccessKeyId"],
+      odd: [500, LEAK.replace(/\W/g, "")],
+    };
     const remote = Bun.serve({
       port: 0,
       hostname: "127.0.0.1",
       fetch(req) {
         const [status, code] = codes[new URL(req.url).pathname.split("/")[1]!] ?? [500, "InternalError"];
-        return new Response(`<?xml version="1.0"?><Error><Code>${code}</Code><Message>${LEAK}</Message></Error>`, { status, headers: { "content-type": "application/xml" } });
+        return new Response(`<?xml version="1.0"?><Error><Code>${code}</Code><Message>${LEAK}</Message></Error>`, {
+          status,
+          headers: { "content-type": "application/xml" },
+        });
       },
     });
     try {
-      const expected: Record<string, string> = { denied: "access denied", missing: "bucket not found", keys: "credentials refused", odd: "endpoint refused the write" };
+      const expected: Record<string, string> = {
+        denied: "access denied",
+        missing: "bucket not found",
+        keys: "credentials refused",
+        odd: "endpoint refused the write",
+      };
       for (const [bucket, reason] of Object.entries(expected)) {
         const s3 = await ctx.admin("POST", "/api/admin/strategies", {
           name: uniqueName("remote"),
           driver: "s3",
           enabled: false,
-          config: { bucket, url: "https://b.example", endpoint: `http://127.0.0.1:${remote.port}`, region: "us-east-1", access_key_id: "AKIAREMOTE0000", secret_access_key: "remote-secret-value" },
+          config: {
+            bucket,
+            url: "https://b.example",
+            endpoint: `http://127.0.0.1:${remote.port}`,
+            region: "us-east-1",
+            access_key_id: "AKIAREMOTE0000",
+            secret_access_key: "remote-secret-value",
+          },
         });
         const res = await adminJson("POST", `/api/admin/strategies/${s3.id}/test`);
         expect(expectStatus(res, 200).data, bucket).toEqual({ writable: false, reason });

@@ -33,18 +33,28 @@ afterAll(() => ctx?.close());
 
 const PASSWORD = "correct horse battery";
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `198.51.100.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `198.51.100.${++addressSeq}`,
+);
 let seq = 0;
 const uniqueName = (prefix = "dat") => `${prefix}${++seq}_${Math.random().toString(36).slice(2, 6)}`;
 const location = (res: Response) => res.headers.get("location");
 const adminGet = (path: string) => ctx.json(path, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-const adminDelete = (key: string) => ctx.json(`/api/admin/images/${encodeURIComponent(key)}`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+const adminDelete = (key: string) =>
+  ctx.json(`/api/admin/images/${encodeURIComponent(key)}`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
 const list = async (query: string) => expectStatus(await adminGet(`/api/admin/images?${query}`), 200).data;
 const keysOf = (page: { images: { key: string }[] }) => page.images.map((i) => i.key);
 const auditEntries = async () => (await ctx.admin("GET", "/api/admin/audit-log?limit=200")).entries as any[];
 const rowOf = async (key: string) => (await ctx.db.select().from(images).where(eq(images.key, key)))[0];
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
-const unescape = (html: string) => html.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+const unescape = (html: string) =>
+  html
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&amp;/g, "&");
 
 /** A user with a token; createUser's own `username` is its generated one, not the one given. */
 async function makeUser(prefix: string) {
@@ -76,8 +86,10 @@ async function guestUpload(filename = "guest.png") {
 }
 
 const usedKb = async (token: string) => expectStatus(await ctx.json("/api/v1/profile", { headers: ctx.bearer(token) }), 200).data;
-const strategyUsedKb = async (id: number) => ((await ctx.admin("GET", "/api/admin/strategies?per_page=500")).strategies as any[]).find((s) => s.id === id).used_kb as number;
-const ownList = async (token: string) => (expectStatus(await ctx.json("/api/v1/images?per_page=100", { headers: ctx.bearer(token) }), 200).data.data as any[]).map((i) => i.key);
+const strategyUsedKb = async (id: number) =>
+  ((await ctx.admin("GET", "/api/admin/strategies?per_page=500")).strategies as any[]).find((s) => s.id === id).used_kb as number;
+const ownList = async (token: string) =>
+  (expectStatus(await ctx.json("/api/v1/images?per_page=100", { headers: ctx.bearer(token) }), 200).data.data as any[]).map((i) => i.key);
 
 /** Every id of a page appears once; every visible control has a label. */
 function expectAccessible(html: string) {
@@ -129,7 +141,12 @@ describe("GET /api/admin/images", () => {
     });
     expect(first.strategy_name).toBeString();
     expect(all.images.find((i: any) => i.key === g1.key)).toMatchObject({ user_id: null, username: null, strategy_id: ctx.localStrategyId });
-    expect(all.images.find((i: any) => i.key === b1.key)).toMatchObject({ user_id: bob.id, username: bob.username, strategy_id: s2.id, strategy_name: s2.name });
+    expect(all.images.find((i: any) => i.key === b1.key)).toMatchObject({
+      user_id: bob.id,
+      username: bob.username,
+      strategy_id: s2.id,
+      strategy_name: s2.name,
+    });
 
     // the owner's images, newest first, pages of one
     expect(keysOf(await list(`user_id=${alice.id}`))).toEqual([a2.key, a1.key]);
@@ -230,7 +247,7 @@ describe("the Images page", () => {
     expect(res.status).toBe(200);
     const html = await res.text();
     expectAccessible(html);
-    expect(html).toContain('<legend>Owner</legend>');
+    expect(html).toContain("<legend>Owner</legend>");
     expect(html).toContain('<label for="strategy">Strategy</label>');
     expect(html).toContain('type="date" id="from" name="from"');
     expect(html).toContain(`<img src="${d2.thumbnail_url}"`);
@@ -312,7 +329,8 @@ describe("the Images page", () => {
     expect(await ownList(erin.token)).toEqual([three.key]);
     const entries = await auditEntries();
     expect(entries.length).toBe(auditBefore + 2);
-    for (const e of entries.slice(0, 2)) expect(e).toMatchObject({ actor: `${admin.username} (user ${admin.user.id})`, action: "DELETE /api/admin/images/{key}" });
+    for (const e of entries.slice(0, 2))
+      expect(e).toMatchObject({ actor: `${admin.username} (user ${admin.user.id})`, action: "DELETE /api/admin/images/{key}" });
 
     // nothing selected, or too many: 400, nothing deleted
     expect((await admin.visitor.post("/user/admin/images/delete", { back, confirmed: "1" })).status).toBe(400);
@@ -351,7 +369,11 @@ describe("the Maintenance page", () => {
     expect(dryHtml).toContain("Objects scanned");
     expect(dryHtml).toContain("Records missing an object");
     expect(existsSync(join(root, orphan))).toBe(true);
-    expect((await auditEntries())[0]).toMatchObject({ actor: `${admin.username} (user ${admin.user.id})`, action: "POST /api/admin/storage/reconcile", detail: { dry_run: true } });
+    expect((await auditEntries())[0]).toMatchObject({
+      actor: `${admin.username} (user ${admin.user.id})`,
+      action: "POST /api/admin/storage/reconcile",
+      detail: { dry_run: true },
+    });
 
     const applied = await admin.visitor.post("/user/admin/maintenance/apply");
     expect(applied.status).toBe(200);
@@ -494,13 +516,23 @@ describe("100,000 images", () => {
     ] satisfies AdminImageFilter[]) {
       const p = await plan(filter);
       const what = `${JSON.stringify(filter)}: ${p.text}`;
-      expect(p.indexes.some((i) => i === "images_owner_created_idx" || i === "images_owner_visibility_created_idx"), what).toBe(true);
+      expect(
+        p.indexes.some((i) => i === "images_owner_created_idx" || i === "images_owner_visibility_created_idx"),
+        what,
+      ).toBe(true);
       expect(p.sorts, what).toBe(false);
     }
 
     const admin = await signedIn();
     // speed is the bench's to measure (bun run bench --only pages), not a test's to assert
-    for (const query of ["", `user_id=${owners[0]!.id}`, "guests=true", "visibility=private&min_kb=50", `strategy_id=1&from=2025-02-01&to=2025-02-10`, "page=3000&per_page=30"]) {
+    for (const query of [
+      "",
+      `user_id=${owners[0]!.id}`,
+      "guests=true",
+      "visibility=private&min_kb=50",
+      `strategy_id=1&from=2025-02-01&to=2025-02-10`,
+      "page=3000&per_page=30",
+    ]) {
       const res = await adminGet(`/api/admin/images?${query}`);
       expect(res.status, query).toBe(200);
     }

@@ -20,7 +20,10 @@ afterAll(() => ctx?.close());
 
 const PASSWORD = "correct horse battery";
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `198.18.0.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `198.18.0.${++addressSeq}`,
+);
 let seq = 0;
 const uniqueName = () => `ap${++seq}_${Math.random().toString(36).slice(2, 6)}`;
 const location = (res: Response) => res.headers.get("location");
@@ -91,7 +94,14 @@ describe("users", () => {
     expect(page.status).toBe(200);
     expect(await page.text()).toContain(`User ${name}`);
 
-    const saved = await visitor.post(`/user/admin/users/${user.id}/edit`, { name: "Renamed", email: `NEW.${name}@example.com`, group_id: "1", capacity_kb: "4096", enabled: "true", role: "user" });
+    const saved = await visitor.post(`/user/admin/users/${user.id}/edit`, {
+      name: "Renamed",
+      email: `NEW.${name}@example.com`,
+      group_id: "1",
+      capacity_kb: "4096",
+      enabled: "true",
+      role: "user",
+    });
     expect([saved.status, location(saved)]).toEqual([303, `/user/admin/users/${user.id}?done=saved`]);
     const [row] = await ctx.db.select().from(users).where(eq(users.id, user.id));
     expect([row!.name, row!.email, row!.capacityKb, row!.enabled]).toEqual(["Renamed", `new.${name}@example.com`, 4096, true]);

@@ -24,7 +24,10 @@ afterAll(() => ctx?.close());
 const PASSWORD = "correct horse battery";
 let seq = 0;
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `203.0.113.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `203.0.113.${++addressSeq}`,
+);
 
 async function signedInUser() {
   const username = `alb${++seq}_${Math.random().toString(36).slice(2, 6)}`;
@@ -115,7 +118,12 @@ describe("albums", () => {
     expect(grid).toContain(`name="image_${a.key}"`);
     expect(grid).toContain(`<option value="${work!.id}">Work</option>`);
 
-    const moved = await visitor.post("/user/images/move", { [`image_${a.key}`]: "1", [`image_${b.key}`]: "1", to_album: String(work!.id), back: "/user/images?page=1" });
+    const moved = await visitor.post("/user/images/move", {
+      [`image_${a.key}`]: "1",
+      [`image_${b.key}`]: "1",
+      to_album: String(work!.id),
+      back: "/user/images?page=1",
+    });
     expect([moved.status, location(moved)]).toEqual([303, "/user/images?page=1&moved=2"]);
     expect([await albumIdOfImage(a.key), await albumIdOfImage(b.key), await albumIdOfImage(c.key)]).toEqual([work!.id, work!.id, null]);
 
@@ -165,7 +173,12 @@ describe("albums", () => {
     const loose = [await uploadPng(user.token), await uploadPng(user.token)];
     await check({ A: 4, B: 0, C: 0 });
     // across (A → B), in (none → B), out (A → none)
-    await visitor.post("/user/images/move", { [`image_${inA[0]!.key}`]: "1", [`image_${inA[1]!.key}`]: "1", [`image_${loose[0]!.key}`]: "1", to_album: String(b!.id) });
+    await visitor.post("/user/images/move", {
+      [`image_${inA[0]!.key}`]: "1",
+      [`image_${inA[1]!.key}`]: "1",
+      [`image_${loose[0]!.key}`]: "1",
+      to_album: String(b!.id),
+    });
     await visitor.post("/user/images/move", { [`image_${inA[2]!.key}`]: "1", to_album: "none" });
     await check({ A: 1, B: 3, C: 0 });
     // moving an image into the album it is in changes nothing
@@ -173,7 +186,10 @@ describe("albums", () => {
     await check({ A: 1, B: 3, C: 0 });
     // a delete (the API's), and an expiry
     expectStatus(await ctx.json(`/api/v1/images/${inA[1]!.key}`, { method: "DELETE", headers: ctx.bearer(user.token) }), 200);
-    const expiring = await uploadPng(user.token, { album_id: String(c!.id), expired_at: new Date(Date.now() + 60_000).toISOString().replace("T", " ").slice(0, 19) });
+    const expiring = await uploadPng(user.token, {
+      album_id: String(c!.id),
+      expired_at: new Date(Date.now() + 60_000).toISOString().replace("T", " ").slice(0, 19),
+    });
     await check({ A: 1, B: 2, C: 1 });
     ctx.advance(120_000);
     await sweepExpired(ctx.deps);

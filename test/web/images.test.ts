@@ -27,7 +27,10 @@ afterAll(() => ctx?.close());
 const PASSWORD = "correct horse battery";
 let seq = 0;
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `198.51.100.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `198.51.100.${++addressSeq}`,
+);
 
 async function signedInUser() {
   const username = `img${++seq}_${Math.random().toString(36).slice(2, 6)}`;
@@ -510,7 +513,17 @@ describe("100,000 images in one account", () => {
     // a search by name may be a scan of the account's rows instead (a rare name: the planner's choice; no index
     // serves a substring); the page stays fast all the same (below)
     // whole pages, with the filtered count (speed is measured by `bun run bench --only pages`, not asserted here)
-    for (const query of ["", "sort=oldest", "sort=largest", "q=cat", "q=cat&sort=largest", "visibility=private&sort=oldest", `album=${big!.id}&sort=largest`, "album=none&q=9", "page=3000&per_page=30"]) {
+    for (const query of [
+      "",
+      "sort=oldest",
+      "sort=largest",
+      "q=cat",
+      "q=cat&sort=largest",
+      "visibility=private&sort=oldest",
+      `album=${big!.id}&sort=largest`,
+      "album=none&q=9",
+      "page=3000&per_page=30",
+    ]) {
       const res = await visitor.get(`/user/images?${query}`);
       expect(res.status, query).toBe(200);
     }

@@ -69,7 +69,10 @@ afterAll(async () => {
 
 let seq = 0;
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `198.51.100.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `198.51.100.${++addressSeq}`,
+);
 
 async function signedInUser() {
   const username = `int${++seq}_${Math.random().toString(36).slice(2, 6)}`;
@@ -98,7 +101,8 @@ function byId(html: string, id: string): string {
   return unescape(m[1]!);
 }
 
-const newTokenIn = (html: string) => unescape(/data-testid="new-token"[^>]*value="([^"]+)"|value="([^"]+)"[^>]*data-testid="new-token"/.exec(html)!.slice(1).find(Boolean)!);
+const newTokenIn = (html: string) =>
+  unescape(/data-testid="new-token"[^>]*value="([^"]+)"|value="([^"]+)"[^>]*data-testid="new-token"/.exec(html)!.slice(1).find(Boolean)!);
 
 /** A page with a token made on the spot, for these options. */
 async function pageWithNewToken(visitor: InstanceType<typeof Visitor>, fields: Record<string, string> = {}) {
@@ -175,7 +179,10 @@ describe("the page and its token", () => {
 
   test("a new token for the settings: permanent, labelled, shown once, the page not stored, counted as on the tokens page", async () => {
     const { user, visitor } = await signedInUser();
-    const before = await ctx.db.select().from(tokens).where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")));
+    const before = await ctx.db
+      .select()
+      .from(tokens)
+      .where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")));
     const { html, token, res } = await pageWithNewToken(visitor);
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(token).toMatch(/^\d+\|[A-Za-z0-9_-]+$/);
@@ -184,7 +191,10 @@ describe("the page and its token", () => {
       expect(block(html, id)).toContain(token);
       expect(block(html, id)).not.toContain(PLACEHOLDER);
     }
-    const after = await ctx.db.select().from(tokens).where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent"), isNull(tokens.revokedAt)));
+    const after = await ctx.db
+      .select()
+      .from(tokens)
+      .where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent"), isNull(tokens.revokedAt)));
     expect(after.length).toBe(before.length + 1);
     const made = after.find((t) => t.secretHash === sha256Hex(token.split("|")[1]!))!;
     expect(made.label).toMatch(/^Integrations \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
@@ -198,9 +208,17 @@ describe("the page and its token", () => {
   test("the account's cap on permanent tokens holds: 400 on the page, nothing made", async () => {
     const { user, visitor } = await signedInUser();
     await visitor.get("/user/integrations");
-    const live = await ctx.db.select().from(tokens).where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")));
+    const live = await ctx.db
+      .select()
+      .from(tokens)
+      .where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")));
     await ctx.db.insert(tokens).values(
-      Array.from({ length: 100 - live.length }, () => ({ userId: user.id, kind: "permanent" as const, secretHash: sha256Hex(crypto.randomUUID()), createdAt: ctx.now() })),
+      Array.from({ length: 100 - live.length }, () => ({
+        userId: user.id,
+        kind: "permanent" as const,
+        secretHash: sha256Hex(crypto.randomUUID()),
+        createdAt: ctx.now(),
+      })),
     );
     const res = await visitor.post("/user/integrations");
     expect(res.status).toBe(400);
@@ -208,7 +226,14 @@ describe("the page and its token", () => {
     expect(html).toContain("already holds 100 permanent tokens");
     expect(html).not.toContain('data-testid="new-token"');
     expect(block(html, "cfg-curl")).toContain(PLACEHOLDER);
-    expect((await ctx.db.select().from(tokens).where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")))).length).toBe(100);
+    expect(
+      (
+        await ctx.db
+          .select()
+          .from(tokens)
+          .where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")))
+      ).length,
+    ).toBe(100);
   });
 
   test("options: only this account's strategies and albums are used; another user's album is ignored", async () => {
@@ -290,7 +315,9 @@ describe("every configuration uploads", () => {
     writeFileSync(join(dir, "shot.png"), png);
     const lean = join(dir, "lean");
     mkdirSync(lean);
-    const python = (await run(["python3", "-c", "import sys; print(sys.executable)"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? dir } })).stdout.trim();
+    const python = (
+      await run(["python3", "-c", "import sys; print(sys.executable)"], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? dir } })
+    ).stdout.trim();
     for (const [name, target] of [
       ["bash", "/bin/bash"],
       ["curl", "/usr/bin/curl"],
@@ -327,7 +354,23 @@ describe("every configuration uploads", () => {
   });
 
   /** ShareX's custom uploader format: CustomUploaderItem's serialized properties and the enums they take. */
-  const SHAREX_PROPERTIES = ["Version", "Name", "DestinationType", "RequestMethod", "RequestURL", "Parameters", "Headers", "Body", "Arguments", "FileFormName", "Data", "URL", "ThumbnailURL", "DeletionURL", "ErrorMessage"];
+  const SHAREX_PROPERTIES = [
+    "Version",
+    "Name",
+    "DestinationType",
+    "RequestMethod",
+    "RequestURL",
+    "Parameters",
+    "Headers",
+    "Body",
+    "Arguments",
+    "FileFormName",
+    "Data",
+    "URL",
+    "ThumbnailURL",
+    "DeletionURL",
+    "ErrorMessage",
+  ];
   const SHAREX_DESTINATIONS = ["None", "ImageUploader", "TextUploader", "FileUploader", "URLShortener", "URLSharingService"];
   const SHAREX_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
   const SHAREX_BODIES = ["None", "MultipartFormData", "FormURLEncoded", "JSON", "XML", "Binary"];
@@ -337,7 +380,11 @@ describe("every configuration uploads", () => {
     return template.replace(/\{(json|response)(?::([^}]*))?\}/g, (_, kind: string, path: string | undefined) => {
       if (kind === "response") return answerText;
       let value: any = JSON.parse(answerText);
-      for (const part of path!.replace(/^\$\.?/, "").split(/\.|\[(\d+)\]/).filter((p) => p !== undefined && p !== "")) value = value?.[part];
+      for (const part of path!
+        .replace(/^\$\.?/, "")
+        .split(/\.|\[(\d+)\]/)
+        .filter((p) => p !== undefined && p !== ""))
+        value = value?.[part];
       return value === undefined || value === null ? "" : String(value);
     });
   }
@@ -426,7 +473,8 @@ describe("every configuration uploads", () => {
    */
   async function picgoRequest(options: { method: string; url: string; headers: Record<string, string | undefined>; formData?: Record<string, any> }) {
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(options.headers)) if (v !== undefined && k.toLowerCase() !== "content-type" && k.toLowerCase() !== "connection") headers[k] = v;
+    for (const [k, v] of Object.entries(options.headers))
+      if (v !== undefined && k.toLowerCase() !== "content-type" && k.toLowerCase() !== "connection") headers[k] = v;
     let body: FormData | undefined;
     if (options.formData) {
       body = new FormData();
@@ -464,7 +512,10 @@ describe("every configuration uploads", () => {
   async function loadLankong() {
     if (lankong !== undefined) return lankong;
     const dir = temp("imghost-int-lankong-");
-    const packed = await run(["npm", "pack", "picgo-plugin-lankong@1.1.3", "--silent"], { cwd: dir, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? dir } });
+    const packed = await run(["npm", "pack", "picgo-plugin-lankong@1.1.3", "--silent"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? dir },
+    });
     const tarball = packed.stdout.trim().split("\n").pop();
     if (packed.code !== 0 || !tarball || !existsSync(join(dir, tarball))) {
       console.warn(`npm pack picgo-plugin-lankong failed (${packed.stderr.trim().slice(0, 200)}): its request is reproduced from its source instead`);
@@ -481,16 +532,32 @@ describe("every configuration uploads", () => {
    * strategy_id / album_id / permission when set) and handle (success when `status` is true; the URL is
    * data.links.url; otherwise the message is thrown).
    */
-  async function lskyUpload(c: { host: string; version: string; token: string; strategyId: string; albumId: string; permission: any }, userAgent: string, fileName: string) {
+  async function lskyUpload(
+    c: { host: string; version: string; token: string; strategyId: string; albumId: string; permission: any },
+    userAgent: string,
+    fileName: string,
+  ) {
     if (c.version !== "V2") throw new Error("only V2 speaks /api/v1");
     const host = c.host.replace(/\/$/, "");
     let permission = c.permission?.value;
     if (permission === undefined) permission = c.permission;
-    const formData: Record<string, any> = { file: { value: Buffer.from(png), options: { filename: fileName } }, ssl: "true", strategy_id: c.strategyId, album_id: c.albumId, permission };
+    const formData: Record<string, any> = {
+      file: { value: Buffer.from(png), options: { filename: fileName } },
+      ssl: "true",
+      strategy_id: c.strategyId,
+      album_id: c.albumId,
+      permission,
+    };
     if (!c.strategyId) delete formData.strategy_id;
     if (!c.albumId) delete formData.album_id;
     if (!(permission === 0 || permission === 1)) delete formData.permission;
-    const headers = { "Content-Type": "multipart/form-data", "User-Agent": userAgent, Connection: "keep-alive", Accept: "application/json", Authorization: c.token || undefined };
+    const headers = {
+      "Content-Type": "multipart/form-data",
+      "User-Agent": userAgent,
+      Connection: "keep-alive",
+      Accept: "application/json",
+      Authorization: c.token || undefined,
+    };
     const body = JSON.parse(await picgoRequest({ method: "POST", url: `${host}/api/v1/upload`, headers, formData }));
     if (body.status !== true) throw new Error(body.message);
     return { imgUrl: body.data.links.url as string, key: body.data.key as string };
@@ -504,7 +571,14 @@ describe("every configuration uploads", () => {
     expect(config.picBed.current).toBe("lankong");
     expect(config.picBed.uploader).toBe("lankong");
     const settings = config.picBed.lankong;
-    expect(settings).toMatchObject({ lskyProVersion: "V2", server: origin, token: `Bearer ${token}`, strategyId: "1", albumId: String(album.id), permission: 0 });
+    expect(settings).toMatchObject({
+      lskyProVersion: "V2",
+      server: origin,
+      token: `Bearer ${token}`,
+      strategyId: "1",
+      albumId: String(album.id),
+      permission: 0,
+    });
     // the table says the same
     expect(html).toContain(`<code>${origin}</code>`);
     expect(html).toContain(`<code>Bearer ${token}</code>`);
@@ -564,7 +638,10 @@ describe("every configuration uploads", () => {
       method: byId(html, "upic-method"),
       field: byId(html, "upic-field"),
       headers: [{ key: byId(html, "upic-header-key"), value: byId(html, "upic-header-value") }],
-      bodys: [...html.matchAll(/<code data-upic-body="([^"]+)">[^<]*<\/code> = <code>([^<]*)<\/code>/g)].map((m) => ({ key: unescape(m[1]!), value: unescape(m[2]!) })),
+      bodys: [...html.matchAll(/<code data-upic-body="([^"]+)">[^<]*<\/code> = <code>([^<]*)<\/code>/g)].map((m) => ({
+        key: unescape(m[1]!),
+        value: unescape(m[2]!),
+      })),
       resultPath: byId(html, "upic-result-path"),
       domain: "",
     };
@@ -610,7 +687,13 @@ describe("who may use the page", () => {
   test("a cross-site post (another Origin, or no form token) is a 403 and makes no token", async () => {
     const { user, visitor } = await signedInUser();
     await visitor.get("/user/integrations");
-    const count = async () => (await ctx.db.select().from(tokens).where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")))).length;
+    const count = async () =>
+      (
+        await ctx.db
+          .select()
+          .from(tokens)
+          .where(and(eq(tokens.userId, user.id), eq(tokens.kind, "permanent")))
+      ).length;
     const before = await count();
     for (const path of ["/user/integrations", "/user/integrations/download/sharex"]) {
       expect((await visitor.post(path, { token: "1|x" }, { origin: "https://evil.example" })).status, path).toBe(403);
@@ -641,16 +724,26 @@ describe("who may use the page", () => {
     const b = await signedInUser();
     const { token } = await pageWithNewToken(a.visitor);
     const secret = token.split("|")[1]!;
-    const [row] = await ctx.db.select().from(tokens).where(eq(tokens.secretHash, sha256Hex(secret)));
+    const [row] = await ctx.db
+      .select()
+      .from(tokens)
+      .where(eq(tokens.secretHash, sha256Hex(secret)));
     expect(row!.userId).toBe(a.user.id);
     const seen = [await (await b.visitor.get("/user/integrations")).text()];
     const made = await pageWithNewToken(b.visitor);
-    seen.push(made.html, await (await b.visitor.get("/user/integrations/download/sharex")).text(), await (await b.visitor.get("/user/integrations/download/script")).text());
+    seen.push(
+      made.html,
+      await (await b.visitor.get("/user/integrations/download/sharex")).text(),
+      await (await b.visitor.get("/user/integrations/download/script")).text(),
+    );
     for (const text of seen) {
       expect(text).not.toContain(secret);
       expect(text).not.toContain(a.user.token.split("|")[1]!);
     }
-    const [theirs] = await ctx.db.select().from(tokens).where(eq(tokens.secretHash, sha256Hex(made.token.split("|")[1]!)));
+    const [theirs] = await ctx.db
+      .select()
+      .from(tokens)
+      .where(eq(tokens.secretHash, sha256Hex(made.token.split("|")[1]!)));
     expect(theirs!.userId).toBe(b.user.id);
     // A's own page, after: the token is named by its label, never shown
     expect(await (await a.visitor.get("/user/integrations")).text()).not.toContain(secret);
@@ -660,7 +753,7 @@ describe("who may use the page", () => {
     const { visitor } = await signedInUser();
     await visitor.get("/user/integrations");
     expect((await visitor.get("/user/integrations/download/other")).status).toBe(404);
-    expect((await visitor.post("/user/integrations/download/sharex", { token: "a b\"c" })).status).toBe(422);
+    expect((await visitor.post("/user/integrations/download/sharex", { token: 'a b"c' })).status).toBe(422);
     const empty = await visitor.post("/user/integrations/download/sharex", {});
     expect(empty.status).toBe(200);
     expect(JSON.parse(await empty.text()).Headers.Authorization).toBe(`Bearer ${PLACEHOLDER}`);

@@ -40,7 +40,6 @@ async function userWithPassword(overrides: Record<string, unknown> = {}) {
 
 /** A browser, in-process (test/support/visitor.ts), on this file's app. */
 const Visitor = visitorClass(() => ctx, nextAddress);
-type Visitor = InstanceType<typeof Visitor>;
 
 async function signedIn(user?: Awaited<ReturnType<typeof userWithPassword>>) {
   const u = user ?? (await userWithPassword());
@@ -369,7 +368,11 @@ describe("sessions", () => {
 
   test("signing out ends the session on the server: the old cookie is refused, and the page's upload token with it", async () => {
     const { user, visitor } = await signedIn();
-    const issued = await visitor.post("/user/upload/token", {}, { headers: { accept: "application/json", "x-csrf-token": visitor.formToken! }, formToken: null });
+    const issued = await visitor.post(
+      "/user/upload/token",
+      {},
+      { headers: { accept: "application/json", "x-csrf-token": visitor.formToken! }, formToken: null },
+    );
     expect(issued.status).toBe(200);
     const body = (await issued.json()) as { data: { token: string } };
     expectStatus(await uploadPng(body.data.token), 200);
@@ -447,7 +450,11 @@ describe("cross-site requests", () => {
     expect(res.headers.get("set-cookie")).toBeNull();
     await ctx.admin("PATCH", "/api/admin/settings", { registration_enabled: true });
     try {
-      const signUp = await new Visitor().post("/user/register", { username: "mallory", email: "m@example.com", password: PASSWORD }, { origin: "https://evil.example" });
+      const signUp = await new Visitor().post(
+        "/user/register",
+        { username: "mallory", email: "m@example.com", password: PASSWORD },
+        { origin: "https://evil.example" },
+      );
       expect(signUp.status).toBe(403);
       expect(await ctx.db.select().from(users).where(eq(users.username, "mallory"))).toEqual([]);
     } finally {
@@ -514,7 +521,9 @@ describe("API tokens page", () => {
     const plain = await visitor.post("/user/tokens", {});
     expect(newTokenIn(await text(plain))).toBeDefined();
     const id = Number(/action="\/user\/tokens\/(\d+)\/revoke"/.exec(await text(await visitor.get("/user/tokens")))![1]);
-    expect(await text(await visitor.get("/user/tokens"))).toMatch(new RegExp(`Token #${id}, created <time datetime="[^"]+">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</time>`));
+    expect(await text(await visitor.get("/user/tokens"))).toMatch(
+      new RegExp(`Token #${id}, created <time datetime="[^"]+">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</time>`),
+    );
     const long = await visitor.post("/user/tokens", { label: "x".repeat(101) });
     expect(long.status).toBe(422);
     expect(newTokenIn(await text(long))).toBeUndefined();
@@ -532,7 +541,13 @@ describe("API tokens page", () => {
     expectStatus(await profileWith(issued[1]!), 403);
     expect(await text(await visitor.get("/user/tokens"))).not.toContain(issued[0]!);
     // the API's bounds
-    for (const [num, seconds] of [["0", "60"], ["101", "60"], ["1", "0"], ["1", "2626561"], ["x", "60"]]) {
+    for (const [num, seconds] of [
+      ["0", "60"],
+      ["101", "60"],
+      ["1", "0"],
+      ["1", "2626561"],
+      ["x", "60"],
+    ]) {
       expect((await visitor.post("/user/tokens/temporary", { num: num!, seconds: seconds! })).status).toBe(422);
     }
   });

@@ -30,9 +30,13 @@ const PASSWORD = "correct horse battery";
 const RECEIVER = "http://127.0.0.1:9/hook";
 let seq = 0;
 let addressSeq = 0;
-const Visitor = visitorClass(() => ctx, () => `198.51.100.${++addressSeq}`);
+const Visitor = visitorClass(
+  () => ctx,
+  () => `198.51.100.${++addressSeq}`,
+);
 const location = (res: Response) => res.headers.get("location");
-const secretIn = (html: string) => /data-testid="webhook-secret"|id="webhook-secret"/.test(html) ? /id="webhook-secret" type="text" readonly="" value="([^"]+)"/.exec(html)?.[1] : undefined;
+const secretIn = (html: string) =>
+  /data-testid="webhook-secret"|id="webhook-secret"/.test(html) ? /id="webhook-secret" type="text" readonly="" value="([^"]+)"/.exec(html)?.[1] : undefined;
 
 async function signedIn(role: "admin" | "user" = "user") {
   const username = `wh${++seq}_${Math.random().toString(36).slice(2, 6)}`;
@@ -144,7 +148,10 @@ describe("user center: /user/webhooks", () => {
   test("loopback is refused without an allow list", async () => {
     const other = await createTestContext();
     try {
-      const OtherVisitor = visitorClass(() => other, () => `198.51.100.${++addressSeq}`);
+      const OtherVisitor = visitorClass(
+        () => other,
+        () => `198.51.100.${++addressSeq}`,
+      );
       const username = `whl_${Math.random().toString(36).slice(2, 8)}`;
       await other.createUser({ username, email: `${username}@example.com`, password: PASSWORD });
       const visitor = new OtherVisitor();
@@ -181,7 +188,11 @@ describe("user center: /user/webhooks", () => {
 
     const saved = await visitor.post(page, { url: "http://127.0.0.1:10/other", description: "renamed", ...events("token.revoked", "image.expired") });
     expect([saved.status, location(saved)]).toEqual([303, `${page}?done=saved`]);
-    expect((await endpointsOf(user.id))[0]).toMatchObject({ url: "http://127.0.0.1:10/other", description: "renamed", events: ["image.expired", "token.revoked"] });
+    expect((await endpointsOf(user.id))[0]).toMatchObject({
+      url: "http://127.0.0.1:10/other",
+      description: "renamed",
+      events: ["image.expired", "token.revoked"],
+    });
     expect(await (await visitor.get(`${page}?done=saved`)).text()).toContain("Changes saved.");
 
     const bad = await visitor.post(page, { url: "http://10.1.2.3/", description: "x" });
@@ -203,11 +214,17 @@ describe("user center: /user/webhooks", () => {
 
     // as the sender leaves it: answered 410, or failing
     const since = new Date("2026-01-02T03:04:00Z");
-    await ctx.db.update(webhookEndpoints).set({ enabled: false, disabledReason: "answered 410 Gone", disabledAt: since }).where(eq(webhookEndpoints.id, row!.id));
+    await ctx.db
+      .update(webhookEndpoints)
+      .set({ enabled: false, disabledReason: "answered 410 Gone", disabledAt: since })
+      .where(eq(webhookEndpoints.id, row!.id));
     const list = await (await visitor.get("/user/webhooks")).text();
     expect(list).toContain("Disabled: answered 410 Gone");
     expect(list).toContain("2026-01-02 03:04 UTC");
-    await ctx.db.update(webhookEndpoints).set({ enabled: true, disabledReason: null, disabledAt: null, failingSince: since }).where(eq(webhookEndpoints.id, row!.id));
+    await ctx.db
+      .update(webhookEndpoints)
+      .set({ enabled: true, disabledReason: null, disabledAt: null, failingSince: since })
+      .where(eq(webhookEndpoints.id, row!.id));
     expect(await (await visitor.get(page)).text()).toMatch(/failing since <time datetime="2026-01-02T03:04:00.000Z">2026-01-02 03:04 UTC<\/time>/);
   });
 
@@ -239,7 +256,9 @@ describe("user center: /user/webhooks", () => {
     expect([sent.status, location(sent)]).toEqual([303, `${page}?done=test`]);
     const [testRow] = await ctx.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.endpointId, row!.id));
     expect(testRow).toMatchObject({ eventType: "webhook.test", status: "pending", attempts: 0 });
-    const jobs = (await ctx.db.execute(`select count(*)::int as n from graphile_worker.jobs where key = 'webhook-delivery:${testRow!.id}'` as never)) as unknown as { n: number }[];
+    const jobs = (await ctx.db.execute(
+      `select count(*)::int as n from graphile_worker.jobs where key = 'webhook-delivery:${testRow!.id}'` as never,
+    )) as unknown as { n: number }[];
     expect(jobs[0]!.n).toBe(1);
 
     const failed = await insertDeliveries(row!.id, 60, "failed");
@@ -248,7 +267,7 @@ describe("user center: /user/webhooks", () => {
     expect(shown.length).toBe(50);
     expect(shown).toEqual([...shown].sort((a, b) => b - a)); // newest first
     expect(shown[0]).toBe(failed.at(-1)!.id);
-    expect(html).toContain("<th scope=\"col\">Latency (ms)</th>");
+    expect(html).toContain('<th scope="col">Latency (ms)</th>');
     expect(html).toContain(">failed<");
     expect(html).toContain("answered 500: xxx");
     // the error truncated on the page (the whole of it in the title)
@@ -312,7 +331,10 @@ describe("user center: /user/webhooks", () => {
       expect(await res.text()).not.toContain(RECEIVER);
     }
     // a site-wide endpoint is not the user's either
-    const [site] = await ctx.db.insert(webhookEndpoints).values({ ownerId: null, url: RECEIVER, events: ["image.uploaded"], secretSealed: "x" }).returning();
+    const [site] = await ctx.db
+      .insert(webhookEndpoints)
+      .values({ ownerId: null, url: RECEIVER, events: ["image.uploaded"], secretSealed: "x" })
+      .returning();
     expect((await visitor.get(`/user/webhooks/${site!.id}`)).status).toBe(404);
     expect((await visitor.get("/user/webhooks/abc")).status).toBe(404);
     expect((await visitor.get("/user/webhooks/99999999999")).status).toBe(404);
@@ -320,7 +342,12 @@ describe("user center: /user/webhooks", () => {
     expect(after).toEqual(row!);
     const [d] = await ctx.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, delivery!.id));
     expect(d!.status).toBe("failed");
-    expect(await ctx.db.select().from(webhookDeliveries).where(and(eq(webhookDeliveries.endpointId, row!.id), eq(webhookDeliveries.eventType, "webhook.test")))).toEqual([]);
+    expect(
+      await ctx.db
+        .select()
+        .from(webhookDeliveries)
+        .where(and(eq(webhookDeliveries.endpointId, row!.id), eq(webhookDeliveries.eventType, "webhook.test"))),
+    ).toEqual([]);
     await ctx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, site!.id));
   });
 
@@ -396,7 +423,12 @@ describe("admin: /user/admin/webhooks", () => {
     const saved = await visitor.post(page, { url: RECEIVER, description: "renamed", ...events("user.disabled") });
     expect([saved.status, location(saved)]).toEqual([303, `${page}?done=saved`]);
     [entry] = await auditRows(1);
-    expect(entry).toMatchObject({ actor, action: "PATCH /api/admin/webhooks/{id}", targetId: String(row!.id), detail: { url: RECEIVER, description: "renamed", events: ["user.disabled"] } });
+    expect(entry).toMatchObject({
+      actor,
+      action: "PATCH /api/admin/webhooks/{id}",
+      targetId: String(row!.id),
+      detail: { url: RECEIVER, description: "renamed", events: ["user.disabled"] },
+    });
     expect((await siteEndpoints())[0]).toMatchObject({ description: "renamed", events: ["user.disabled"] });
 
     const rotated = await visitor.post(`${page}/rotate`);
@@ -428,7 +460,11 @@ describe("admin: /user/admin/webhooks", () => {
     const [d] = await insertDeliveries(row!.id, 1, "delivered");
     const again = await visitor.post(`${page}/deliveries/${d!.id}/resend`);
     expect([again.status, location(again)]).toEqual([303, `${page}?done=resent`]);
-    expect((await auditRows(1))[0]).toMatchObject({ actor, action: "POST /api/admin/webhooks/{id}/deliveries/{delivery_id}/resend", targetId: String(row!.id) });
+    expect((await auditRows(1))[0]).toMatchObject({
+      actor,
+      action: "POST /api/admin/webhooks/{id}/deliveries/{delivery_id}/resend",
+      targetId: String(row!.id),
+    });
     // pending now: the API's 404
     expect((await visitor.post(`${page}/deliveries/${d!.id}/resend`)).status).toBe(404);
     const log = await (await visitor.get(page)).text();
@@ -456,7 +492,11 @@ describe("admin: /user/admin/webhooks", () => {
     expect(await (await visitor.get("/user/admin/audit")).text()).toContain("DELETE /api/admin/webhooks/{id}");
 
     // every row of these changes is the API's, by the administrator, without a secret
-    const rows = await ctx.db.select().from(auditLog).where(and(gt(auditLog.id, startId), eq(auditLog.actorUserId, user.id))).orderBy(auditLog.id);
+    const rows = await ctx.db
+      .select()
+      .from(auditLog)
+      .where(and(gt(auditLog.id, startId), eq(auditLog.actorUserId, user.id)))
+      .orderBy(auditLog.id);
     expect(rows.map((r) => r.action)).toEqual([
       "POST /api/admin/webhooks",
       "PATCH /api/admin/webhooks/{id}",
