@@ -85,9 +85,7 @@ function schema30(input: Json, of31: Json | undefined, at: string, position?: st
   const onlyNull =
     s.type === "null" ||
     (Array.isArray(s.enum) && s.enum.length > 0 && s.enum.every((v) => v === null) && s.type === undefined) ||
-    (s.nullable === true &&
-      s.type === undefined &&
-      (o ? isNullOnly(o) : isBareNullable(input) && position !== "additionalProperties" && position !== "items"));
+    (s.nullable === true && s.type === undefined && (o ? isNullOnly(o) : isBareNullable(input) && position !== "additionalProperties" && position !== "items"));
   if (onlyNull) {
     const { type: _t, nullable: _n, enum: _e, ...rest } = s;
     return { type: "object", nullable: true, enum: [null], ...rest };
@@ -161,6 +159,10 @@ if (import.meta.main) {
     console.log("openapi/ is up to date");
   } else {
     for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
-    console.log(`wrote ${Object.keys(files).map((n) => `openapi/${n}`).join(", ")}`);
+    console.log(
+      `wrote ${Object.keys(files)
+        .map((n) => `openapi/${n}`)
+        .join(", ")}`,
+    );
   }
 }

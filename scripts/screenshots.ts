@@ -82,10 +82,16 @@ try {
   // the image grid
   await page.goto(`${origin}/user/upload`);
   await page.getByLabel("Choose images, or drop them here").setInputFiles(files.slice(2));
-  await page.locator(".upload.done").nth(files.length - 3).waitFor();
+  await page
+    .locator(".upload.done")
+    .nth(files.length - 3)
+    .waitFor();
   await page.setViewportSize({ width: VIEWPORT.width, height: 1000 });
   await page.goto(`${origin}/user/images`);
-  await page.locator(".grid .image").nth(files.length - 1).waitFor();
+  await page
+    .locator(".grid .image")
+    .nth(files.length - 1)
+    .waitFor();
   await page.evaluate(() => Promise.all(Array.from(document.images, (i) => (i.complete ? null : new Promise((r) => (i.onload = i.onerror = r))))));
   await save(await page.screenshot(), "images.png");
 

@@ -62,10 +62,98 @@ async function seedListing(job: { database: DbRef; dataDir: string; accounts: { 
   return { ms: performance.now() - t0 };
 }
 
-const FIRST = ["Aiko", "Akira", "Anna", "Ben", "Carlos", "Chen", "David", "Elena", "Fatima", "Hiro", "Ines", "James", "Julia", "Kenji", "Lena", "Liam", "Maria", "Mei", "Noah", "Olga", "Omar", "Priya", "Ravi", "Sara", "Sofia", "Tom", "Yuki", "Zoe"];
-const LAST = ["Tanaka", "Suzuki", "Sato", "Smith", "Garcia", "Müller", "Rossi", "Kim", "Nguyen", "Silva", "Novak", "Cohen", "Patel", "Dubois", "Jensen", "Ivanova"];
-const WORDS = ["beach", "sunset", "cat", "dog", "family", "birthday", "hiking", "city", "garden", "concert", "dinner", "mountain", "lake", "snow", "party", "wedding", "receipt", "whiteboard", "diagram", "meme"];
-const ALBUM_NAMES = ["Holidays", "Family", "Screenshots", "Work", "Receipts", "Cats", "Garden", "Concerts", "Hiking", "Wedding", "Japan 2024", "Memes", "Diagrams", "City walks", "Food", "Snow", "Lake house", "Birthdays", "Archive", "Misc"];
+const FIRST = [
+  "Aiko",
+  "Akira",
+  "Anna",
+  "Ben",
+  "Carlos",
+  "Chen",
+  "David",
+  "Elena",
+  "Fatima",
+  "Hiro",
+  "Ines",
+  "James",
+  "Julia",
+  "Kenji",
+  "Lena",
+  "Liam",
+  "Maria",
+  "Mei",
+  "Noah",
+  "Olga",
+  "Omar",
+  "Priya",
+  "Ravi",
+  "Sara",
+  "Sofia",
+  "Tom",
+  "Yuki",
+  "Zoe",
+];
+const LAST = [
+  "Tanaka",
+  "Suzuki",
+  "Sato",
+  "Smith",
+  "Garcia",
+  "Müller",
+  "Rossi",
+  "Kim",
+  "Nguyen",
+  "Silva",
+  "Novak",
+  "Cohen",
+  "Patel",
+  "Dubois",
+  "Jensen",
+  "Ivanova",
+];
+const WORDS = [
+  "beach",
+  "sunset",
+  "cat",
+  "dog",
+  "family",
+  "birthday",
+  "hiking",
+  "city",
+  "garden",
+  "concert",
+  "dinner",
+  "mountain",
+  "lake",
+  "snow",
+  "party",
+  "wedding",
+  "receipt",
+  "whiteboard",
+  "diagram",
+  "meme",
+];
+const ALBUM_NAMES = [
+  "Holidays",
+  "Family",
+  "Screenshots",
+  "Work",
+  "Receipts",
+  "Cats",
+  "Garden",
+  "Concerts",
+  "Hiking",
+  "Wedding",
+  "Japan 2024",
+  "Memes",
+  "Diagrams",
+  "City walks",
+  "Food",
+  "Snow",
+  "Lake house",
+  "Birthdays",
+  "Archive",
+  "Misc",
+];
 const textArray = (xs: string[]) => `{${xs.map((x) => `"${x}"`).join(",")}}`;
 
 /**
@@ -73,7 +161,15 @@ const textArray = (xs: string[]) => `{${xs.map((x) => `"${x}"`).join(",")}}`;
  * account — created_at over the last year in id order, sizes 30 KB – 9 MB skewed small, ~30 % private, ~75 % in an
  * album (the first ones fuller), names as cameras, phones and people name files, "zanzibar" in ~0.02 % — then VACUUM ANALYZE.
  */
-async function seedPages(job: { database: DbRef; dataDir: string; ownerId: number; users: number; images: number; albums: number; words: Record<string, string> }) {
+async function seedPages(job: {
+  database: DbRef;
+  dataDir: string;
+  ownerId: number;
+  users: number;
+  images: number;
+  albums: number;
+  words: Record<string, string>;
+}) {
   const database = await openDb(job.database, job.dataDir);
   const t0 = performance.now();
   const db = database.db;
@@ -126,7 +222,9 @@ async function seedPages(job: { database: DbRef; dataDir: string; ownerId: numbe
     for (const table of ["images", "users", "albums"]) await db.execute(sql.raw(`vacuum analyze ${table}`));
     await db.execute(sql`checkpoint`).catch(() => {});
     const albums = rowsOf<{ id: number; images: number }>(
-      await db.execute(sql`select a.id, (select count(*)::int from images i where i.album_id = a.id) as images from albums a where a.user_id = ${job.ownerId} order by a.id`),
+      await db.execute(
+        sql`select a.id, (select count(*)::int from images i where i.album_id = a.id) as images from albums a where a.user_id = ${job.ownerId} order by a.id`,
+      ),
     ).map((a) => ({ id: Number(a.id), images: Number(a.images) }));
     const like = (w: string) => `%${w}%`;
     const [f] = rowsOf<Record<string, number>>(
@@ -137,7 +235,14 @@ async function seedPages(job: { database: DbRef; dataDir: string; ownerId: numbe
                (select count(*)::int from users where username ilike ${like(job.words.user!)} or name ilike ${like(job.words.user!)} or email ilike ${like(job.words.user!)}) as matching
         from images where user_id = ${job.ownerId}`),
     );
-    return { ms: performance.now() - t0, albums, ...(Object.fromEntries(Object.entries(f!).map(([k, v]) => [k, Number(v)])) as Record<"none" | "private" | "common" | "rare" | "users" | "matching", number>) };
+    return {
+      ms: performance.now() - t0,
+      albums,
+      ...(Object.fromEntries(Object.entries(f!).map(([k, v]) => [k, Number(v)])) as Record<
+        "none" | "private" | "common" | "rare" | "users" | "matching",
+        number
+      >),
+    };
   } finally {
     await database.close();
   }
@@ -153,7 +258,14 @@ async function seedPages(job: { database: DbRef; dataDir: string; ownerId: numbe
  * (and their deliveries' statements), then the CPU per upload of the photo with the queue stopped: an endpoint's
  * deliveries written with each upload and none sent, against none.
  */
-async function statements(job: { database: DbRef; dataDir: string; bodyFile: string; contentType: string; uploads: number; webhooks?: { bodyFile: string; contentType: string; rounds: number; uploads: number } }) {
+async function statements(job: {
+  database: DbRef;
+  dataDir: string;
+  bodyFile: string;
+  contentType: string;
+  uploads: number;
+  webhooks?: { bodyFile: string; contentType: string; rounds: number; uploads: number };
+}) {
   const env = envOf(job.database, job.dataDir);
   const database = await openDatabase(env);
   const connection = database.connection!;
@@ -176,7 +288,13 @@ async function statements(job: { database: DbRef; dataDir: string; bodyFile: str
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(null, { status: 503 }) });
   const base = `http://127.0.0.1:${server.port}`;
   const adminToken = `stmt-${crypto.randomUUID()}-${crypto.randomUUID()}`;
-  const config = { baseUrl: base, dataDir: job.dataDir, adminToken, trustedProxies: 0, webhooks: { box: secretBox(resolveWebhookKey(undefined, job.dataDir)), allow: env.WEBHOOK_ALLOW } };
+  const config = {
+    baseUrl: base,
+    dataDir: job.dataDir,
+    adminToken,
+    trustedProxies: 0,
+    webhooks: { box: secretBox(resolveWebhookKey(undefined, job.dataDir)), allow: env.WEBHOOK_ALLOW },
+  };
   const storage = new StorageRegistry({ dataDir: job.dataDir, baseUrl: base });
   const deps = (c: postgres.Sql): Deps => ({ db: drizzle(c, { schema }) as unknown as Deps["db"], storage, config, clock: () => new Date() });
   const appDeps = deps(appClient);
@@ -187,7 +305,11 @@ async function statements(job: { database: DbRef; dataDir: string; bodyFile: str
   const receiver = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: async (req) => (await req.arrayBuffer(), arrivals++, new Response(null)) });
   const queue = await startQueue(deps(taskClient), connection, { concurrency: 8 });
   const call = async (method: string, path: string, body?: unknown, token = adminToken, type = "application/json") => {
-    const res = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${token}`, "content-type": type }, body: body instanceof ArrayBuffer ? body : JSON.stringify(body ?? {}) });
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": type },
+      body: body instanceof ArrayBuffer ? body : JSON.stringify(body ?? {}),
+    });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status} ${text.slice(0, 300)}`);
     return (JSON.parse(text) as { data: any }).data;
@@ -201,7 +323,9 @@ async function statements(job: { database: DbRef; dataDir: string; bodyFile: str
     /** Until no webhook job is left and every delivery is settled, then a little for the workers' next fetch. */
     const settled = async () => {
       for (const deadline = performance.now() + 30_000; ; await Bun.sleep(10)) {
-        const [r] = await plain<{ n: number }[]>`select (select count(*)::int from graphile_worker._private_jobs) + (select count(*)::int from webhook_deliveries where status = 'pending') as n`;
+        const [r] = await plain<
+          { n: number }[]
+        >`select (select count(*)::int from graphile_worker._private_jobs) + (select count(*)::int from webhook_deliveries where status = 'pending') as n`;
         if (r!.n === 0) break;
         if (performance.now() > deadline) throw new Error("deliveries not settled within 30 s");
       }
@@ -216,7 +340,8 @@ async function statements(job: { database: DbRef; dataDir: string; bodyFile: str
       await upload();
       await Bun.sleep(20); // what runs after the answer is sent still counts
       const uploadLog = appLog.map(short);
-      for (const deadline = performance.now() + 30_000; arrivals < before + events; await Bun.sleep(5)) if (performance.now() > deadline) throw new Error("the event did not arrive within 30 s");
+      for (const deadline = performance.now() + 30_000; arrivals < before + events; await Bun.sleep(5))
+        if (performance.now() > deadline) throw new Error("the event did not arrive within 30 s");
       if (events) await settled();
       return { upload: uploadLog.length, uploadLog, task: taskLog.length, queue: queueLog.length, deliveryLog: [...taskLog, ...queueLog].map(short) };
     };
@@ -235,7 +360,8 @@ async function statements(job: { database: DbRef; dataDir: string; bodyFile: str
     const photo = await Bun.file(job.webhooks.bodyFile).arrayBuffer();
     for (let i = 0; i < 3; i++) await upload(photo, job.webhooks.contentType);
     const dbName = (await plain<{ db: string }[]>`select current_database() as db`)[0]!.db;
-    const backends = async () => (await plain<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`).reduce((s, r) => s + (cpuMs(Number(r.pid)) || 0), 0);
+    const backends = async () =>
+      (await plain<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${dbName}`).reduce((s, r) => s + (cpuMs(Number(r.pid)) || 0), 0);
     const tree = () => processTree(process.pid).reduce((s, p) => s + (cpuMs(p, true) || 0), 0);
     for (let r = 0; r < job.webhooks.rounds; r++) {
       const kind = (["none", "enqueue", "enqueue", "none"] as const)[r % 4]!;
@@ -258,7 +384,10 @@ async function statements(job: { database: DbRef; dataDir: string; bodyFile: str
 
 async function writeDurable(path: string, bytes: Uint8Array) {
   const file = await open(path, "wx");
-  await file.writeFile(bytes).then(() => file.sync()).finally(() => file.close());
+  await file
+    .writeFile(bytes)
+    .then(() => file.sync())
+    .finally(() => file.close());
 }
 const processCpu = () => {
   const u = process.cpuUsage();
@@ -300,9 +429,13 @@ async function uploadFloor(job: { file: string; extension: string; concurrency: 
 
 /** The thumbnail study's decodes: (a) today's decode + 400-px WebP thumbnail, (b) full decode, (c) header only, (d) shrink-on-load to 400 px. */
 export const STUDY = {
-  a: (b: Buffer) => sharp(b, { failOn: "error", pages: 1 }).rotate().resize(400, 400, { fit: "inside", withoutEnlargement: true }).webp({ quality: 80 }).toBuffer(),
+  a: (b: Buffer) =>
+    sharp(b, { failOn: "error", pages: 1 }).rotate().resize(400, 400, { fit: "inside", withoutEnlargement: true }).webp({ quality: 80 }).toBuffer(),
   b: (b: Buffer) => sharp(b, { failOn: "error", pages: 1 }).raw().toBuffer(),
-  c: (b: Buffer) => sharp(b).metadata().then(() => Buffer.alloc(0)),
+  c: (b: Buffer) =>
+    sharp(b)
+      .metadata()
+      .then(() => Buffer.alloc(0)),
   d: (b: Buffer) => sharp(b, { failOn: "error" }).resize(400, 400, { fit: "inside" }).raw().toBuffer(),
 };
 type StudyOp = keyof typeof STUDY;
@@ -340,7 +473,13 @@ async function floor(job: FloorJob): Promise<unknown> {
   if (job.op === "variant") {
     const c0 = processCpu();
     const t0 = performance.now();
-    const out = await encodeVariant(job.file, { width: job.width, format: job.format, quality: job.format === "webp" ? 80 : 50, maxPixels: MAX_PIXELS, animated: false });
+    const out = await encodeVariant(job.file, {
+      width: job.width,
+      format: job.format,
+      quality: job.format === "webp" ? 80 : 50,
+      maxPixels: MAX_PIXELS,
+      animated: false,
+    });
     return { ms: performance.now() - t0, cpu: processCpu() - c0, bytes: out.byteLength };
   }
   if (job.op === "study") {
@@ -356,7 +495,11 @@ async function floor(job: FloorJob): Promise<unknown> {
         );
       }
     }
-    return { cpu: Object.fromEntries(Object.entries(m).map(([n, x]) => [n, x.cpu])) as Record<StudyOp, number>, wall: Object.fromEntries(Object.entries(m).map(([n, x]) => [n, x.wall])), detect };
+    return {
+      cpu: Object.fromEntries(Object.entries(m).map(([n, x]) => [n, x.cpu])) as Record<StudyOp, number>,
+      wall: Object.fromEntries(Object.entries(m).map(([n, x]) => [n, x.wall])),
+      detect,
+    };
   }
   if (job.op === "strip") {
     const bytes = new Uint8Array(readFileSync(job.file));
@@ -368,7 +511,8 @@ async function floor(job: FloorJob): Promise<unknown> {
   // encodeVariant's pipeline at the image's own width: WebP q80 and AVIF q50 at each effort, against its raw pixels before encoding
   const input = readFileSync(job.file);
   const width = (await sharp(input).metadata()).autoOrient?.width;
-  const pipeline = () => sharp(input, { limitInputPixels: MAX_PIXELS, failOn: "error", pages: 1 }).rotate().resize({ width, withoutEnlargement: true }).keepIccProfile();
+  const pipeline = () =>
+    sharp(input, { limitInputPixels: MAX_PIXELS, failOn: "error", pages: 1 }).rotate().resize({ width, withoutEnlargement: true }).keepIccProfile();
   const reference = await pipeline().removeAlpha().raw().toBuffer({ resolveWithObject: true });
   const encoders: Record<string, () => Promise<Buffer>> = { "WebP q80": () => pipeline().webp({ quality: 80 }).toBuffer() };
   for (const e of job.efforts) encoders[`AVIF q50 effort ${e}`] = () => pipeline().avif(avifOptions(50, e)).toBuffer();
@@ -377,7 +521,15 @@ async function floor(job: FloorJob): Promise<unknown> {
   for (const [encoder, x] of Object.entries(m)) {
     const decoded = await sharp(x.last).removeAlpha().raw().toBuffer();
     const { width: w, height: h } = reference.info;
-    rows.push({ encoder, effort: encoder.startsWith("AVIF") ? Number(encoder.split(" ").pop()) : null, cpuMs: x.cpu, wallMs: x.wall, bytes: x.last.byteLength, psnr: psnr(reference.data, decoded), ssim: ssim(reference.data, decoded, w, h) });
+    rows.push({
+      encoder,
+      effort: encoder.startsWith("AVIF") ? Number(encoder.split(" ").pop()) : null,
+      cpuMs: x.cpu,
+      wallMs: x.wall,
+      bytes: x.last.byteLength,
+      psnr: psnr(reference.data, decoded),
+      ssim: ssim(reference.data, decoded, w, h),
+    });
   }
   return { width: reference.info.width, height: reference.info.height, rows };
 }

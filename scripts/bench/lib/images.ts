@@ -31,7 +31,11 @@ export async function photo(width: number, height: number, o: { seed?: number; a
 async function screenshot(): Promise<Uint8Array> {
   const raw = photoRaw(256, 256, 7, 256);
   for (let i = 256 * 24 * 3; i < raw.length; i++) raw[i] = (40 + Math.floor(i / 768) / 2 + (i % 3) * 30) | 0;
-  return new Uint8Array(await sharp(raw, { raw: { width: 256, height: 256, channels: 3 } }).png().toBuffer());
+  return new Uint8Array(
+    await sharp(raw, { raw: { width: 256, height: 256, channels: 3 } })
+      .png()
+      .toBuffer(),
+  );
 }
 
 export interface BenchImage {
@@ -51,7 +55,14 @@ export async function bodyOf(dir: string, label: string, filename: string, mime:
   writeFileSync(file, bytes);
   writeFileSync(`${file}.multipart`, Buffer.concat([Buffer.from(head), bytes, Buffer.from(`\r\n--${boundary}--\r\n`)]));
   const extension = filename.slice(filename.lastIndexOf(".") + 1);
-  return { label: `${label} ${Math.round(bytes.byteLength / 1024)} KB`, extension, bytes, file, bodyFile: `${file}.multipart`, contentType: `multipart/form-data; boundary=${boundary}` };
+  return {
+    label: `${label} ${Math.round(bytes.byteLength / 1024)} KB`,
+    extension,
+    bytes,
+    file,
+    bodyFile: `${file}.multipart`,
+    contentType: `multipart/form-data; boundary=${boundary}`,
+  };
 }
 
 /** The cells' images: a screenshot PNG (its own thumbnail), a 1 MB 2000×1500 noise JPEG, and a ~100 KB JPEG as the served file. */

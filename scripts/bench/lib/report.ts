@@ -19,7 +19,10 @@ export function render(template: string, values: Record<string, string | number>
   });
 }
 
-const headingOf = (section: Section) => render(section, new Proxy({}, { has: () => true, get: () => "" })).split("\n")[0]!.trim();
+const headingOf = (section: Section) =>
+  render(section, new Proxy({}, { has: () => true, get: () => "" }))
+    .split("\n")[0]!
+    .trim();
 
 /** Writes `text` (a rendered section) as its section of `file`, keeping the other known sections and dropping anything else. */
 export function writeSection(file: string, section: Section, text: string) {

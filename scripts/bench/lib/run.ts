@@ -153,14 +153,20 @@ export const met = (ok: boolean) => (ok ? "met" : "**not met**");
 /** A markdown table: the first column left-aligned, the others right-aligned (`left`: all left). */
 export function markdownTable(head: string[], rows: string[][], left = false): string {
   const esc = (s: string) => s.replace(/\|/g, "\\|");
-  return [`| ${head.map(esc).join(" | ")} |`, `|${head.map((_, i) => (i === 0 || left ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`)].join(
-    "\n",
-  );
+  return [
+    `| ${head.map(esc).join(" | ")} |`,
+    `|${head.map((_, i) => (i === 0 || left ? "---" : "---:")).join("|")}|`,
+    ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`),
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------- the run's facts
 
-const loadavg = () => os.loadavg().map((l) => l.toFixed(2)).join(" / ");
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" / ");
 
 /** The code measured: the commit, and whether src/ differs from it. */
 async function source(): Promise<string> {

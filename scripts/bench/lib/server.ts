@@ -18,7 +18,10 @@ export function serverScriptEnv(root = ROOT): Record<string, string> {
   }
   return env;
 }
-export const serverCommand = (extra = "") => `${Object.entries(serverScriptEnv()).map(([k, v]) => `${k}=${v} `).join("")}${extra}bun run src/server.ts`;
+export const serverCommand = (extra = "") =>
+  `${Object.entries(serverScriptEnv())
+    .map(([k, v]) => `${k}=${v} `)
+    .join("")}${extra}bun run src/server.ts`;
 
 export interface AppServer {
   label: string;
@@ -68,7 +71,13 @@ export async function startAppServer(opts: {
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
   const logFile = `${opts.dataDir}.server-${port}.log`; // beside DATA_DIR, which the server makes itself
   const started = performance.now();
-  const proc = Bun.spawn([process.execPath, "run", "src/server.ts"], { cwd: root, env, stdout: Bun.file(logFile), stderr: Bun.file(`${logFile}.err`), stdin: "ignore" });
+  const proc = Bun.spawn([process.execPath, "run", "src/server.ts"], {
+    cwd: root,
+    env,
+    stdout: Bun.file(logFile),
+    stderr: Bun.file(`${logFile}.err`),
+    stdin: "ignore",
+  });
   const read = (f: string) => {
     try {
       return readFileSync(f, "utf8").slice(-8000);
@@ -127,17 +136,30 @@ export interface Account {
 }
 /** A user of the default group with room for everything a run uploads, and a permanent token. */
 export async function createAccount(server: AppServer, username: string, extra: Record<string, unknown> = {}): Promise<Account> {
-  const user = await admin<{ id: number }>(server, "POST", "/api/admin/users", { username, email: `${username}@bench.invalid`, capacity_kb: 1_000_000_000, ...extra });
+  const user = await admin<{ id: number }>(server, "POST", "/api/admin/users", {
+    username,
+    email: `${username}@bench.invalid`,
+    capacity_kb: 1_000_000_000,
+    ...extra,
+  });
   return { id: user.id, token: (await admin<{ token: string }>(server, "POST", `/api/admin/users/${user.id}/tokens`)).token };
 }
 
 /** One upload of a prebuilt multipart body (or of bytes as a JPEG form): the answer's data, the time it took. */
-export async function uploadOnce(server: AppServer, token: string, body: { bodyFile: string; contentType: string } | Uint8Array, headers: Record<string, string> = {}) {
+export async function uploadOnce(
+  server: AppServer,
+  token: string,
+  body: { bodyFile: string; contentType: string } | Uint8Array,
+  headers: Record<string, string> = {},
+) {
   const form = body instanceof Uint8Array ? new FormData() : null;
   form?.append("file", new Blob([body as Uint8Array<ArrayBuffer>], { type: "image/jpeg" }), "photo.jpg");
   const init = form
     ? { body: form, headers: { authorization: `Bearer ${token}`, ...headers } }
-    : { body: await Bun.file((body as { bodyFile: string }).bodyFile).arrayBuffer(), headers: { authorization: `Bearer ${token}`, "content-type": (body as { contentType: string }).contentType, ...headers } };
+    : {
+        body: await Bun.file((body as { bodyFile: string }).bodyFile).arrayBuffer(),
+        headers: { authorization: `Bearer ${token}`, "content-type": (body as { contentType: string }).contentType, ...headers },
+      };
   const t0 = performance.now();
   const res = await fetch(`${server.base}/api/v1/upload`, { method: "POST", ...init });
   const text = await res.text();
@@ -179,7 +201,10 @@ export async function ensureTools(): Promise<Tools> {
   return {
     wrk: found.wrk,
     nginx: found.nginx,
-    wrkVersion: `${w.stdout}${w.stderr}`.split("\n")[0]!.replace(/ Copyright.*/, "").trim(),
+    wrkVersion: `${w.stdout}${w.stderr}`
+      .split("\n")[0]!
+      .replace(/ Copyright.*/, "")
+      .trim(),
     nginxVersion: (await run([found.nginx, "-v"])).stderr.trim().replace(/^nginx version: /, ""),
   };
 }
@@ -217,7 +242,14 @@ ${temps}
   const stop = () => stopProcess(proc, 5000, "SIGQUIT"); // SIGQUIT: a graceful stop of master and workers
   const unregister = onCleanup(`nginx (pid ${proc.pid})`, stop);
   const base = `http://127.0.0.1:${port}`;
-  for (const deadline = performance.now() + 10_000; !(await fetch(base).then((r) => r.arrayBuffer(), () => null)); await Bun.sleep(50)) {
+  for (
+    const deadline = performance.now() + 10_000;
+    !(await fetch(base).then(
+      (r) => r.arrayBuffer(),
+      () => null,
+    ));
+    await Bun.sleep(50)
+  ) {
     if (performance.now() > deadline) throw new Error(`nginx did not start: ${readFileSync(join(dir, "error.log"), "utf8").slice(-2000)}`);
   }
   return { pid: proc.pid, base, config, stop: async () => (await stop(), unregister()) };

@@ -39,7 +39,10 @@ export async function runCompare(o: PartOptions): Promise<string> {
   const ref = o.baseline ?? "HEAD";
   const commit = await worktreeOf(ref, dir);
   const sides: { side: string; server: Awaited<ReturnType<typeof startAppServer>>; tokens: string[]; served: string }[] = [];
-  for (const [side, root] of [["baseline", join(dir, "baseline")], ["current", ROOT]] as const) {
+  for (const [side, root] of [
+    ["baseline", join(dir, "baseline")],
+    ["current", ROOT],
+  ] as const) {
     const server = await startAppServer({ label: side, dataDir: join(dir, `data-${side}`), databaseUrl: await freshDatabase("imghost_compare"), root });
     const tokens = (await Promise.all([0, 1, 2, 3].map((i) => createAccount(server, `compare${i}`)))).map((a) => a.token);
     sides.push({ side, server, tokens, served: (await uploadOnce(server, tokens[0]!, images.served)).path });
@@ -54,7 +57,12 @@ export async function runCompare(o: PartOptions): Promise<string> {
   const measure = async (s: (typeof sides)[number], cell: (typeof cells)[number], seconds: number) => {
     const before = treeCpu(s.server.pid).total; // the server and its decode processes: work moved there is still charged
     const r = cell.upload
-      ? await wrk.run({ url: `${s.server.base}/api/v1/upload`, connections: cell.c, seconds, upload: { bodyFile: cell.upload.bodyFile, contentType: cell.upload.contentType, tokens: s.tokens } })
+      ? await wrk.run({
+          url: `${s.server.base}/api/v1/upload`,
+          connections: cell.c,
+          seconds,
+          upload: { bodyFile: cell.upload.bodyFile, contentType: cell.upload.contentType, tokens: s.tokens },
+        })
       : await wrk.run({ url: `${s.server.base}${s.served}`, connections: cell.c, seconds });
     const accepted = r.requests - r.statusErrors;
     return { rate: accepted / r.seconds, p99: r.p99ms, cpu: (treeCpu(s.server.pid).total - before) / Math.max(1, accepted), errors: r.errors };
@@ -63,17 +71,48 @@ export async function runCompare(o: PartOptions): Promise<string> {
   for (const cell of cells) {
     const runs: Record<string, Awaited<ReturnType<typeof measure>>[]> = { baseline: [], current: [] };
     for (const s of sides) await measure(s, cell, cfg.warmup);
-    for (let round = 0; round < cfg.rounds; round++) for (const s of round % 2 ? [...sides].reverse() : sides) runs[s.side]!.push(await measure(s, cell, cfg.seconds));
+    for (let round = 0; round < cfg.rounds; round++)
+      for (const s of round % 2 ? [...sides].reverse() : sides) runs[s.side]!.push(await measure(s, cell, cfg.seconds));
     const m = (side: string, k: "rate" | "p99" | "cpu") => median(runs[side]!.map((x) => x[k]));
     const r = m("current", "rate") / m("baseline", "rate");
     const errors = [...runs.baseline!, ...runs.current!].reduce((n, x) => n + x.errors, 0);
     o.log(`compare: ${cell.label}: baseline ${fmt(m("baseline", "rate"))} req/s, current ${fmt(m("current", "rate"))} req/s (${ratio(r)})`);
-    rows.push([cell.label, fmt(m("baseline", "rate")), fmt(m("current", "rate")), ratio(r), `${fmt(m("baseline", "p99"))} / ${fmt(m("current", "p99"))}`, `${m("baseline", "cpu").toFixed(2)} / ${m("current", "cpu").toFixed(2)}`, ratio(m("current", "cpu") / m("baseline", "cpu")), r >= 1 - TOLERANCE ? "yes" : `**no** (${((1 - r) * 100).toFixed(1)} % slower)${errors ? `, ${errors} failed requests` : ""}`]);
+    rows.push([
+      cell.label,
+      fmt(m("baseline", "rate")),
+      fmt(m("current", "rate")),
+      ratio(r),
+      `${fmt(m("baseline", "p99"))} / ${fmt(m("current", "p99"))}`,
+      `${m("baseline", "cpu").toFixed(2)} / ${m("current", "cpu").toFixed(2)}`,
+      ratio(m("current", "cpu") / m("baseline", "cpu")),
+      r >= 1 - TOLERANCE ? "yes" : `**no** (${((1 - r) * 100).toFixed(1)} % slower)${errors ? `, ${errors} failed requests` : ""}`,
+    ]);
   }
   for (const s of sides) await s.server.stop();
   return render("compare", {
-    facts: facts.facts([["baseline", `\`${ref}\` (${commit.slice(0, 10)})`], ["rounds", `${cfg.rounds} interleaved of ${cfg.seconds} s per cell, medians; load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(" / ")}`]]),
-    table: markdownTable(["cell", "baseline req/s", "current req/s", "rate ×", "p99 ms (baseline / current)", "CPU ms/req (baseline / current)", "CPU ×", `within ${TOLERANCE * 100} %`], rows),
+    facts: facts.facts([
+      ["baseline", `\`${ref}\` (${commit.slice(0, 10)})`],
+      [
+        "rounds",
+        `${cfg.rounds} interleaved of ${cfg.seconds} s per cell, medians; load average at the end ${os
+          .loadavg()
+          .map((x) => x.toFixed(2))
+          .join(" / ")}`,
+      ],
+    ]),
+    table: markdownTable(
+      [
+        "cell",
+        "baseline req/s",
+        "current req/s",
+        "rate ×",
+        "p99 ms (baseline / current)",
+        "CPU ms/req (baseline / current)",
+        "CPU ×",
+        `within ${TOLERANCE * 100} %`,
+      ],
+      rows,
+    ),
     tolerance: TOLERANCE * 100,
   });
 }

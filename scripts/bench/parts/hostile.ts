@@ -16,7 +16,11 @@ import type { PartOptions } from "./index.ts";
 
 /** The policy (strip_location) and the decode of a small upload, in-process and as one decode-process job, `rounds` times each. */
 async function workerHop(rounds: number): Promise<string> {
-  const screenshot = new Uint8Array(await sharp({ create: { width: 256, height: 256, channels: 3, background: "#468", noise: { type: "gaussian", mean: 128, sigma: 10 } } }).png().toBuffer());
+  const screenshot = new Uint8Array(
+    await sharp({ create: { width: 256, height: 256, channels: 3, background: "#468", noise: { type: "gaussian", mean: 128, sigma: 10 } } })
+      .png()
+      .toBuffer(),
+  );
   const cases = [
     { image: "PNG screenshot 256×256", bytes: screenshot, mimetype: "image/png", size: { width: 256, height: 256 } },
     { image: "phone JPEG 320×240 (EXIF, XMP, GPS)", bytes: await phonePhoto("jpeg", 320, 240), mimetype: "image/jpeg", size: { width: 240, height: 320 } },

@@ -21,8 +21,10 @@ type Fmt = "webp" | "avif";
 const ms = (x: number) => `${fmt(x)} ms`;
 const kB = (b: number) => `${Math.round(b / 1024).toLocaleString("en-US")} KB`;
 const MB = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
-const atLeast = (x: number, t: number) => (x >= t ? `**met** (${x.toFixed(3)}× ≥ ${ratio(t)})` : `**missed** (${x.toFixed(3)}×, ${(((t - x) / t) * 100).toFixed(1)} % short of ${ratio(t)})`);
-const atMost = (x: number, t: number) => (x <= t ? `**met** (${x.toFixed(3)}× ≤ ${ratio(t)})` : `**missed** (${x.toFixed(3)}×, ${(((x - t) / t) * 100).toFixed(1)} % over ${ratio(t)})`);
+const atLeast = (x: number, t: number) =>
+  x >= t ? `**met** (${x.toFixed(3)}× ≥ ${ratio(t)})` : `**missed** (${x.toFixed(3)}×, ${(((t - x) / t) * 100).toFixed(1)} % short of ${ratio(t)})`;
+const atMost = (x: number, t: number) =>
+  x <= t ? `**met** (${x.toFixed(3)}× ≤ ${ratio(t)})` : `**missed** (${x.toFixed(3)}×, ${(((x - t) / t) * 100).toFixed(1)} % over ${ratio(t)})`;
 let address = 0;
 /** A fresh client address per cold request: the cold budget (30 a minute per address) never applies. */
 const fresh = () => ({ "x-forwarded-for": `10.1.${(++address >> 8) & 255}.${address & 255}` });
@@ -62,7 +64,9 @@ export async function runImages(o: PartOptions): Promise<string> {
   const server = await startAppServer({ label: "images", dataDir: join(dir, "data"), env: { TRUST_PROXY: "1" } });
   const floor = await floorProcess(serverScriptEnv());
   const { token } = await createAccount(server, "images");
-  const group = (await admin<{ groups: { id: number; is_default: boolean; metadata: string }[] }>(server, "GET", "/api/admin/groups")).groups.find((g) => g.is_default)!;
+  const group = (await admin<{ groups: { id: number; is_default: boolean; metadata: string }[] }>(server, "GET", "/api/admin/groups")).groups.find(
+    (g) => g.is_default,
+  )!;
   await Bun.sleep(1000);
   const idleFresh = treeMemory(server.pid);
   const up = async (bytes: Uint8Array) => uploadOnce(server, token, bytes);
@@ -76,7 +80,8 @@ export async function runImages(o: PartOptions): Promise<string> {
     const c0 = treeCpu(server.pid);
     const r = await get(`${server.base}/i/${pathname}?w=${width}&format=${format}`, fresh());
     await Bun.sleep(20); // the decode process's and the database's last ticks
-    if (r.status !== 200 || r.type !== `image/${format}`) throw new Error(`cold ${pathname}?w=${width}&format=${format} → ${r.status} ${r.type}: the variant was not made`);
+    if (r.status !== 200 || r.type !== `image/${format}`)
+      throw new Error(`cold ${pathname}?w=${width}&format=${format} → ${r.status} ${r.type}: the variant was not made`);
     return { ...r, cpu: cpuSince(c0, treeCpu(server.pid)) };
   };
   for (const format of ["webp", "avif"] as const) {
@@ -106,7 +111,14 @@ export async function runImages(o: PartOptions): Promise<string> {
         const r = await wrk.run({ url: t.url, connections: 16, seconds: cfg.wrkSeconds, headers: t.headers });
         await Bun.sleep(100);
         const accepted = r.requests - r.statusErrors;
-        (w1[t.key] ??= []).push({ rate: accepted / r.seconds, p50: r.p50ms, p99: r.p99ms, bytes: r.bytesPerRequest, errors: r.errors, cpuUs: ((cpuMs(server.pid) - c0) * 1000) / Math.max(1, accepted) });
+        (w1[t.key] ??= []).push({
+          rate: accepted / r.seconds,
+          p50: r.p50ms,
+          p99: r.p99ms,
+          bytes: r.bytesPerRequest,
+          errors: r.errors,
+          cpuUs: ((cpuMs(server.pid) - c0) * 1000) / Math.max(1, accepted),
+        });
       }
     }
   }
@@ -134,8 +146,34 @@ export async function runImages(o: PartOptions): Promise<string> {
     const [sp, fp] = [median(s.map((x) => x.ms)), median(f.map((x) => x.ms))];
     coldRatio[format] = fp / sp;
     const total = (xs: { ms: number }[]) => xs.reduce((a, x) => a + x.ms, 0);
-    rows2.push([`${format} (q${format === "webp" ? 80 : `50, effort ${AVIF_EFFORT}`}): server`, ms(sp), ms(percentile(s.map((x) => x.ms), 100)), `${((1000 * s.length) / total(s)).toFixed(2)}/s`, `${ms(median(s.map((x) => x.cpu)))} (decode process ${ms(median(s.map((x) => x.decoder)))})`, kB(median(s.map((x) => x.bytes))), ""]);
-    rows2.push([`${format}: floor (in-process encodeVariant)`, ms(fp), ms(percentile(f.map((x) => x.ms), 100)), `${((1000 * f.length) / total(f)).toFixed(2)}/s`, ms(median(f.map((x) => x.cpu))), kB(median(f.map((x) => x.bytes))), `**${ratio(fp / sp)}** (by totals ${ratio(total(f) / total(s))})`]);
+    rows2.push([
+      `${format} (q${format === "webp" ? 80 : `50, effort ${AVIF_EFFORT}`}): server`,
+      ms(sp),
+      ms(
+        percentile(
+          s.map((x) => x.ms),
+          100,
+        ),
+      ),
+      `${((1000 * s.length) / total(s)).toFixed(2)}/s`,
+      `${ms(median(s.map((x) => x.cpu)))} (decode process ${ms(median(s.map((x) => x.decoder)))})`,
+      kB(median(s.map((x) => x.bytes))),
+      "",
+    ]);
+    rows2.push([
+      `${format}: floor (in-process encodeVariant)`,
+      ms(fp),
+      ms(
+        percentile(
+          f.map((x) => x.ms),
+          100,
+        ),
+      ),
+      `${((1000 * f.length) / total(f)).toFixed(2)}/s`,
+      ms(median(f.map((x) => x.cpu))),
+      kB(median(f.map((x) => x.bytes))),
+      `**${ratio(fp / sp)}** (by totals ${ratio(total(f) / total(s))})`,
+    ]);
   }
 
   // ---- 3. lossless strip: the default group's policy switched between rounds
@@ -159,12 +197,20 @@ export async function runImages(o: PartOptions): Promise<string> {
   const stripRatio = median(strip.strip_location!.map((x) => x.cpu)) / median(strip.keep!.map((x) => x.cpu));
 
   // ---- 4. memory while 16 clients ask for distinct cold variants (AVIF at large widths once each: the heaviest encodes)
-  const combos = bigUp.flatMap((u, i) => [
-    { u, width: 1920, format: "webp" as Fmt },
-    { u, width: 640, format: "avif" as Fmt },
-    ...(i === 0 ? [{ u, width: 1920, format: "avif" as Fmt }] : []),
-    ...(extraUp[i + 1] ? [{ u: extraUp[i + 1]!, width: 640, format: "avif" as Fmt }, { u: extraUp[i + 1]!, width: 1920, format: "webp" as Fmt }, { u: extraUp[i + 1]!, width: 1280, format: i === 0 ? ("avif" as Fmt) : ("webp" as Fmt) }] : []),
-  ]).slice(0, cfg.memJobs);
+  const combos = bigUp
+    .flatMap((u, i) => [
+      { u, width: 1920, format: "webp" as Fmt },
+      { u, width: 640, format: "avif" as Fmt },
+      ...(i === 0 ? [{ u, width: 1920, format: "avif" as Fmt }] : []),
+      ...(extraUp[i + 1]
+        ? [
+            { u: extraUp[i + 1]!, width: 640, format: "avif" as Fmt },
+            { u: extraUp[i + 1]!, width: 1920, format: "webp" as Fmt },
+            { u: extraUp[i + 1]!, width: 1280, format: i === 0 ? ("avif" as Fmt) : ("webp" as Fmt) },
+          ]
+        : []),
+    ])
+    .slice(0, cfg.memJobs);
   o.log(`images 4: memory, 16 clients, ${combos.length} distinct cold variants…`);
   const idleBefore = treeMemory(server.pid);
   const sampler = new MemorySampler(50).watch(server.pid);
@@ -174,7 +220,8 @@ export async function runImages(o: PartOptions): Promise<string> {
   const c4 = treeCpu(server.pid);
   await Promise.all(
     Array.from({ length: 16 }, async () => {
-      for (let j = combos[next++]; j; j = combos[next++]) answers.push(await get(`${server.base}/i/${j.u.pathname}?w=${j.width}&format=${j.format}`, fresh()).catch(() => ({ status: 0, ms: NaN })));
+      for (let j = combos[next++]; j; j = combos[next++])
+        answers.push(await get(`${server.base}/i/${j.u.pathname}?w=${j.width}&format=${j.format}`, fresh()).catch(() => ({ status: 0, ms: NaN })));
     }),
   );
   const burstS = (performance.now() - t4) / 1000;
@@ -184,13 +231,28 @@ export async function runImages(o: PartOptions): Promise<string> {
   const burst = sampler.between(server.pid, t4);
   const peak = burst.reduce((a, b) => (b.pss.total > a.pss.total ? b : a));
   const after = sampler.between(server.pid).at(-1)!;
-  const memRow = (label: string, s: { rss: number; pss: Record<string, number>; processes: number }, rss = s.rss) => [label, MB(rss), MB(s.pss.total!), MB(s.pss.server!), MB(s.pss.decoder!), MB(s.pss.database!), String(s.processes)];
-  const statuses = Object.entries(answers.reduce<Record<number, number>>((m, a) => ((m[a.status] = (m[a.status] ?? 0) + 1), m), {})).map(([s, n]) => `${n}×${s === "0" ? "no answer" : s}`).join(" ");
+  const memRow = (label: string, s: { rss: number; pss: Record<string, number>; processes: number }, rss = s.rss) => [
+    label,
+    MB(rss),
+    MB(s.pss.total!),
+    MB(s.pss.server!),
+    MB(s.pss.decoder!),
+    MB(s.pss.database!),
+    String(s.processes),
+  ];
+  const statuses = Object.entries(answers.reduce<Record<number, number>>((m, a) => ((m[a.status] = (m[a.status] ?? 0) + 1), m), {}))
+    .map(([s, n]) => `${n}×${s === "0" ? "no answer" : s}`)
+    .join(" ");
 
   // ---- 5. the thumbnail study: in the floor process, then the server's upload and first views
   o.log("images 5: thumbnail study…");
   const damagedFiles = Object.fromEntries(Object.entries(damaged).map(([label, bytes], i) => [label, file(`damaged-${i}.jpg`, bytes)]));
-  const st = await floor.ask<{ cpu: Record<string, number>; wall: Record<string, number>; detect: Record<string, Record<string, string>> }>({ op: "study", file: file("study.jpg", study[0]!), iterations: cfg.studyIters, damaged: damagedFiles });
+  const st = await floor.ask<{ cpu: Record<string, number>; wall: Record<string, number>; detect: Record<string, Record<string, string>> }>({
+    op: "study",
+    file: file("study.jpg", study[0]!),
+    iterations: cfg.studyIters,
+    damaged: damagedFiles,
+  });
   const ups = [];
   for (const img of study) {
     Bun.gc(true);
@@ -207,10 +269,17 @@ export async function runImages(o: PartOptions): Promise<string> {
       add(`cold${width}`, r.ms), add(`cpu${width}`, r.cpu.total), add(`bytes${width}`, r.bytes);
     }
   }
-  for (let k = 0; k < 3; k++) for (const u of ups) for (const width of [320, 640, 0]) add(`cached${width}`, (await get(`${server.base}/i/${u.pathname}${width ? `?w=${width}&format=webp` : ""}`)).ms);
+  for (let k = 0; k < 3; k++)
+    for (const u of ups)
+      for (const width of [320, 640, 0]) add(`cached${width}`, (await get(`${server.base}/i/${u.pathname}${width ? `?w=${width}&format=webp` : ""}`)).ms);
   const bad: string[][] = [];
   for (const [label, bytes] of Object.entries(damaged)) {
-    bad.push(await up(bytes).then((r) => [label, "200", `stored (${Math.round(r.size * 1024).toLocaleString("en-US")} B)`], (e: { status: number; text: string }) => [label, String(e.status), String(JSON.parse(e.text).message).slice(0, 120)]));
+    bad.push(
+      await up(bytes).then(
+        (r) => [label, "200", `stored (${Math.round(r.size * 1024).toLocaleString("en-US")} B)`],
+        (e: { status: number; text: string }) => [label, String(e.status), String(JSON.parse(e.text).message).slice(0, 120)],
+      ),
+    );
   }
   const uploadCpu = median(ups.map((x) => x.total));
   const saving = (op: string) => st.cpu.a! - st.cpu[op]!;
@@ -222,30 +291,70 @@ export async function runImages(o: PartOptions): Promise<string> {
     d: '(d) shrink-on-load decode to 400 px (`.resize(400,400,{fit:"inside"}).raw()`)',
   };
   const word = (label: string, op: string) => (st.detect[label]![op]!.startsWith("rejected") ? "rejects" : "accepts");
-  const detectLine = (label: string) => Object.keys(opLabel).map((op) => `(${op}) ${word(label, op)}`).join(", ");
+  const detectLine = (label: string) =>
+    Object.keys(opLabel)
+      .map((op) => `(${op}) ${word(label, op)}`)
+      .join(", ");
   await server.stop();
 
   // ---- 6. AVIF settings: each effort against WebP, in the floor process
   o.log("images 6: AVIF settings…");
   const avifInputs = [
     { label: "camera-like 1600×1200 JPEG (generated)", file: file("camera.jpg", await cameraLikePhoto(1600, 1200, 7)) },
-    { label: "noise-textured 1600×1200 JPEG (generated, as in the cells above; a worst case for AVIF)", file: file("noisy.jpg", await photo(1600, 1200, { seed: 5 })) },
+    {
+      label: "noise-textured 1600×1200 JPEG (generated, as in the cells above; a worst case for AVIF)",
+      file: file("noisy.jpg", await photo(1600, 1200, { seed: 5 })),
+    },
   ];
   const avif: string[] = [];
   for (const input of avifInputs) {
-    const r = await floor.ask<{ width: number; height: number; rows: { encoder: string; effort: number | null; cpuMs: number; wallMs: number; bytes: number; psnr: number; ssim: number }[] }>({ op: "avif", file: input.file, rounds: cfg.avifRounds, efforts: [0, 1, 2, 3, 4] });
+    const r = await floor.ask<{
+      width: number;
+      height: number;
+      rows: { encoder: string; effort: number | null; cpuMs: number; wallMs: number; bytes: number; psnr: number; ssim: number }[];
+    }>({ op: "avif", file: input.file, rounds: cfg.avifRounds, efforts: [0, 1, 2, 3, 4] });
     const webp = r.rows.find((x) => x.effort === null)!;
     const used = r.rows.find((x) => x.effort === AVIF_EFFORT)!;
-    const table = markdownTable(["encoder", "CPU (median)", "wall", "bytes", "PSNR dB", "SSIM (luma)", "CPU ÷ WebP"], r.rows.map((x) => [x.effort === AVIF_EFFORT ? `**${x.encoder}** (in use)` : x.encoder, ms(x.cpuMs), ms(x.wallMs), kB(x.bytes), x.psnr.toFixed(2), x.ssim.toFixed(4), ratio(x.cpuMs / webp.cpuMs)]));
-    avif.push(`**${input.label}**, full-size variant ${r.width}×${r.height}:\n\n${table}\n\n- Target (a cold AVIF variant of a 2 MP photo ≤ 1500 ms of CPU and ≤ 2× the WebP variant's): effort ${AVIF_EFFORT}: ${ms(used.cpuMs)} of CPU (${used.cpuMs <= 1500 ? "**met**" : "**missed**"}), ${ratio(used.cpuMs / webp.cpuMs)} WebP's (${used.cpuMs <= 2 * webp.cpuMs ? "**met**" : "**missed**"}).`);
+    const table = markdownTable(
+      ["encoder", "CPU (median)", "wall", "bytes", "PSNR dB", "SSIM (luma)", "CPU ÷ WebP"],
+      r.rows.map((x) => [
+        x.effort === AVIF_EFFORT ? `**${x.encoder}** (in use)` : x.encoder,
+        ms(x.cpuMs),
+        ms(x.wallMs),
+        kB(x.bytes),
+        x.psnr.toFixed(2),
+        x.ssim.toFixed(4),
+        ratio(x.cpuMs / webp.cpuMs),
+      ]),
+    );
+    avif.push(
+      `**${input.label}**, full-size variant ${r.width}×${r.height}:\n\n${table}\n\n- Target (a cold AVIF variant of a 2 MP photo ≤ 1500 ms of CPU and ≤ 2× the WebP variant's): effort ${AVIF_EFFORT}: ${ms(used.cpuMs)} of CPU (${used.cpuMs <= 1500 ? "**met**" : "**missed**"}), ${ratio(used.cpuMs / webp.cpuMs)} WebP's (${used.cpuMs <= 2 * webp.cpuMs ? "**met**" : "**missed**"}).`,
+    );
   }
 
   return render("images", {
-    facts: facts.facts([["server", `\`${serverCommand("TRUST_PROXY=1 ")}\`, embedded default, fresh DATA_DIR, local strategy; default group's metadata policy \`${group.metadata}\``]]),
+    facts: facts.facts([
+      [
+        "server",
+        `\`${serverCommand("TRUST_PROXY=1 ")}\`, embedded default, fresh DATA_DIR, local strategy; default group's metadata policy \`${group.metadata}\``,
+      ],
+    ]),
     servedKb: kB(servedImg.byteLength),
     wrkSeconds: cfg.wrkSeconds,
     wrkRounds: cfg.wrkRounds,
-    table1: markdownTable(["GET", "req/s", "p50", "p99", "bytes/answer (headers included)", "file", "server CPU/answer", "req/s per round"], targets.map((t) => [t.label, fmt(m1(t.key, "rate")), ms(m1(t.key, "p50")), ms(m1(t.key, "p99")), fmt(m1(t.key, "bytes")), t.file ? kB(t.file) : "–", `${fmt(m1(t.key, "cpuUs"))} µs`, w1[t.key]!.map((x) => fmt(x.rate)).join(" · ") + (w1[t.key]!.some((x) => x.errors) ? " (! errors)" : "")])),
+    table1: markdownTable(
+      ["GET", "req/s", "p50", "p99", "bytes/answer (headers included)", "file", "server CPU/answer", "req/s per round"],
+      targets.map((t) => [
+        t.label,
+        fmt(m1(t.key, "rate")),
+        ms(m1(t.key, "p50")),
+        ms(m1(t.key, "p99")),
+        fmt(m1(t.key, "bytes")),
+        t.file ? kB(t.file) : "–",
+        `${fmt(m1(t.key, "cpuUs"))} µs`,
+        w1[t.key]!.map((x) => fmt(x.rate)).join(" · ") + (w1[t.key]!.some((x) => x.errors) ? " (! errors)" : ""),
+      ]),
+    ),
     ratio200: ratio(r200),
     ratio304: ratio(r304),
     rounds200: perRound("var200", "orig200").map(ratio).join(", "),
@@ -261,7 +370,16 @@ export async function runImages(o: PartOptions): Promise<string> {
     phoneBytes: phone.byteLength.toLocaleString("en-US"),
     stripRounds: cfg.stripRounds,
     stripPer: cfg.stripPer,
-    table3: markdownTable(["policy", "CPU/upload (median)", "CPU/upload, each", "wall p50", "stored size"], Object.entries(strip).map(([p, xs]) => [p, ms(median(xs.map((x) => x.cpu))), xs.map((x) => fmt(x.cpu)).join(" · "), ms(median(xs.map((x) => x.ms))), `${xs[0]!.size.toLocaleString("en-US")} B`])),
+    table3: markdownTable(
+      ["policy", "CPU/upload (median)", "CPU/upload, each", "wall p50", "stored size"],
+      Object.entries(strip).map(([p, xs]) => [
+        p,
+        ms(median(xs.map((x) => x.cpu))),
+        xs.map((x) => fmt(x.cpu)).join(" · "),
+        ms(median(xs.map((x) => x.ms))),
+        `${xs[0]!.size.toLocaleString("en-US")} B`,
+      ]),
+    ),
     stripRatio: ratio(stripRatio),
     stripVerdict: atMost(stripRatio, 1.15),
     stripAlone: ms(stripAlone.cpu),
@@ -269,23 +387,49 @@ export async function runImages(o: PartOptions): Promise<string> {
     jobs: combos.length,
     answers: `${statuses} in ${burstS.toFixed(1)} s (p50 ${ms(median(answers.map((a) => a.ms)))}, max ${ms(Math.max(...answers.map((a) => a.ms).filter(Number.isFinite)))})`,
     burstCpu: `${fmt(burstCpu.total / 1000)} s of CPU in the tree (decode processes ${fmt(burstCpu.decoder / 1000)} s)`,
-    table4: markdownTable(["moment", "server RSS", "tree PSS", "server PSS", "decode processes PSS", "database PSS", "processes"], [
-      memRow("idle, fresh server (no decode process yet)", idleFresh),
-      memRow("idle before the burst (decode processes alive)", idleBefore),
-      memRow("peak during the burst (server RSS: its own peak)", peak, Math.max(...burst.map((s) => s.rss))),
-      memRow("1 s after the burst", after),
-    ]),
+    table4: markdownTable(
+      ["moment", "server RSS", "tree PSS", "server PSS", "decode processes PSS", "database PSS", "processes"],
+      [
+        memRow("idle, fresh server (no decode process yet)", idleFresh),
+        memRow("idle before the burst (decode processes alive)", idleBefore),
+        memRow("peak during the burst (server RSS: its own peak)", peak, Math.max(...burst.map((s) => s.rss))),
+        memRow("1 s after the burst", after),
+      ],
+    ),
     peakMb: MB(peak.pss.total),
     studyKb: kB(study[0]!.byteLength),
     studyIters: cfg.studyIters,
-    table5: markdownTable(["decode", "CPU (median)", "wall (median)", "saving vs (a) per upload", "JPEG truncated at 60 %", "scan corrupted (4 KB in the middle)"], Object.entries(opLabel).map(([op, label]) => [label, ms(st.cpu[op]!), ms(st.wall[op]!), op === "a" ? "–" : `${ms(saving(op))} (${pct(saving(op))} of the upload)`, st.detect["truncated at 60 %"]![op]!, st.detect["corrupted scan (4 KB overwritten)"]![op]!])),
+    table5: markdownTable(
+      ["decode", "CPU (median)", "wall (median)", "saving vs (a) per upload", "JPEG truncated at 60 %", "scan corrupted (4 KB in the middle)"],
+      Object.entries(opLabel).map(([op, label]) => [
+        label,
+        ms(st.cpu[op]!),
+        ms(st.wall[op]!),
+        op === "a" ? "–" : `${ms(saving(op))} (${pct(saving(op))} of the upload)`,
+        st.detect["truncated at 60 %"]![op]!,
+        st.detect["corrupted scan (4 KB overwritten)"]![op]!,
+      ]),
+    ),
     uploadN: cfg.uploadN,
-    table5b: markdownTable(["server", "p50 / median", "CPU", "size / wall"], [
-      ["upload today (server tree CPU, median)", ms(uploadCpu), `decode process ${ms(median(ups.map((x) => x.decoder)))}`, `wall p50 ${ms(median(ups.map((x) => x.ms)))}`],
-      ...[320, 640].map((w) => [`first view, cold \`?w=${w}&format=webp\``, ms(median(views[`cold${w}`]!)), `CPU ${ms(median(views[`cpu${w}`]!))}`, kB(median(views[`bytes${w}`]!))]),
-      ...[320, 640].map((w) => [`later views, cached \`?w=${w}&format=webp\``, ms(median(views[`cached${w}`]!)), "", ""]),
-      ["the original (~1 MB), for scale", ms(median(views.cached0!)), "", ""],
-    ]),
+    table5b: markdownTable(
+      ["server", "p50 / median", "CPU", "size / wall"],
+      [
+        [
+          "upload today (server tree CPU, median)",
+          ms(uploadCpu),
+          `decode process ${ms(median(ups.map((x) => x.decoder)))}`,
+          `wall p50 ${ms(median(ups.map((x) => x.ms)))}`,
+        ],
+        ...[320, 640].map((w) => [
+          `first view, cold \`?w=${w}&format=webp\``,
+          ms(median(views[`cold${w}`]!)),
+          `CPU ${ms(median(views[`cpu${w}`]!))}`,
+          kB(median(views[`bytes${w}`]!)),
+        ]),
+        ...[320, 640].map((w) => [`later views, cached \`?w=${w}&format=webp\``, ms(median(views[`cached${w}`]!)), "", ""]),
+        ["the original (~1 MB), for scale", ms(median(views.cached0!)), "", ""],
+      ],
+    ),
     table5c: markdownTable(["file", "status", "answer"], bad, true),
     uploadCpu: ms(uploadCpu),
     decodeA: ms(st.cpu.a!),

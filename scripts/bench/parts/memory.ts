@@ -14,7 +14,12 @@ export async function runMemory(o: PartOptions): Promise<string> {
   const cfg = o.quick ? { seconds: 6, clients: 4 } : { seconds: 20, clients: 4 };
   const facts = await startFacts(o.command);
   const dir = tempDir("memory");
-  const files = [await photo(2000, 1500, { seed: 1, quality: 80 }), await photo(4000, 3000, { seed: 2, quality: 80 }), await photo(2000, 1500, { seed: 3, quality: 80 }), await photo(4000, 3000, { seed: 4, quality: 80 })];
+  const files = [
+    await photo(2000, 1500, { seed: 1, quality: 80 }),
+    await photo(4000, 3000, { seed: 2, quality: 80 }),
+    await photo(2000, 1500, { seed: 3, quality: 80 }),
+    await photo(4000, 3000, { seed: 4, quality: 80 }),
+  ];
   const topologies = (await postgresInfo()).version ? (["embedded", "PostgreSQL"] as const) : (["embedded"] as const);
   const rows: string[][] = [];
   const lines: string[] = [];
@@ -30,7 +35,11 @@ export async function runMemory(o: PartOptions): Promise<string> {
     const t0 = performance.now();
     await Promise.all(
       Array.from({ length: cfg.clients }, async (_, c) => {
-        for (let i = c; performance.now() < t0 + cfg.seconds * 1000; i++) await uploadOnce(server, token, files[i % files.length]!).then(() => uploads++, () => refused++);
+        for (let i = c; performance.now() < t0 + cfg.seconds * 1000; i++)
+          await uploadOnce(server, token, files[i % files.length]!).then(
+            () => uploads++,
+            () => refused++,
+          );
       }),
     );
     const burst = sampler.between(server.pid, t0);
@@ -39,9 +48,19 @@ export async function runMemory(o: PartOptions): Promise<string> {
     const after = sampler.between(server.pid).at(-1)!;
     await server.stop();
     const peak = burst.reduce((a, b) => (b.pss.total > a.pss.total ? b : a));
-    const row = (moment: string, s: MemorySample) => [`${topology}: ${moment}`, mb(s.pss.total), mb(s.pss.server), mb(s.pss.decoder), mb(s.pss.database), String(s.processes), mb(s.rss)];
+    const row = (moment: string, s: MemorySample) => [
+      `${topology}: ${moment}`,
+      mb(s.pss.total),
+      mb(s.pss.server),
+      mb(s.pss.decoder),
+      mb(s.pss.database),
+      String(s.processes),
+      mb(s.rss),
+    ];
     rows.push(row("idle", idle), row("peak of the burst", peak), row("5 s after the burst", after));
-    lines.push(`${topology}: ${uploads} uploads accepted, ${refused} refused in ${cfg.seconds} s at c=${cfg.clients}; the server's own VmRSS peaked at ${mb(Math.max(...burst.map((s) => s.rss)))} MB`);
+    lines.push(
+      `${topology}: ${uploads} uploads accepted, ${refused} refused in ${cfg.seconds} s at c=${cfg.clients}; the server's own VmRSS peaked at ${mb(Math.max(...burst.map((s) => s.rss)))} MB`,
+    );
     o.log(`memory, ${topology}: idle ${mb(idle.pss.total)} MB, peak ${mb(peak.pss.total)} MB, after ${mb(after.pss.total)} MB (tree PSS)`);
   }
   return render("memory", {

@@ -29,7 +29,12 @@ interface Seeded {
 }
 
 async function signIn(server: AppServer, login: string, password: string): Promise<string> {
-  const res = await fetch(`${server.base}/user/login`, { method: "POST", headers: { origin: server.base }, body: new URLSearchParams({ login, password }), redirect: "manual" });
+  const res = await fetch(`${server.base}/user/login`, {
+    method: "POST",
+    headers: { origin: server.base },
+    body: new URLSearchParams({ login, password }),
+    redirect: "manual",
+  });
   await res.arrayBuffer();
   const cookie = /ih_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "");
   if (res.status !== 303 || !cookie) throw new Error(`${server.label}: sign-in of ${login} → ${res.status}, no session cookie`);
@@ -49,7 +54,12 @@ async function setUp(key: Key, dir: string, quick: boolean, log: (m: string) => 
   const url = key === "pg" ? await freshDatabase("imghost_pages") : undefined;
   let server = await startAppServer({ label: `pages (${label[key]})`, dataDir, databaseUrl: url });
   const password = `bench-${crypto.randomUUID()}`;
-  const owner = await admin<{ id: number }>(server, "POST", "/api/admin/users", { username: "gallery", email: "gallery@bench.invalid", capacity_kb: 1_000_000_000, password });
+  const owner = await admin<{ id: number }>(server, "POST", "/api/admin/users", {
+    username: "gallery",
+    email: "gallery@bench.invalid",
+    capacity_kb: 1_000_000_000,
+    password,
+  });
   await admin(server, "POST", "/api/admin/users", { username: "siteadmin", email: "siteadmin@bench.invalid", password, role: "admin" });
   if (key === "emb") await server.stop(); // the embedded database belongs to one process
   const database = url ? { kind: "postgres", url } : { kind: "embedded" };
@@ -58,7 +68,9 @@ async function setUp(key: Key, dir: string, quick: boolean, log: (m: string) => 
   server = await startAppServer({ label: `pages (${label[key]})`, dataDir, adminToken: server.adminToken, databaseUrl: url });
   const reconcileMs = await server.waitForOutput(/"job":"reconciler"/, quick ? 120_000 : 600_000); // its run over the seeded rows
   const cookies = { owner: await signIn(server, "gallery", password), admin: await signIn(server, "siteadmin", password) };
-  log(`pages, ${label[key]}: seeded ${seed.users.toLocaleString("en-US")} users and ${IMAGES.toLocaleString("en-US")} images in ${(seed.ms / 1000).toFixed(1)} s`);
+  log(
+    `pages, ${label[key]}: seeded ${seed.users.toLocaleString("en-US")} users and ${IMAGES.toLocaleString("en-US")} images in ${(seed.ms / 1000).toFixed(1)} s`,
+  );
   return { key, server, cookies, seed, reconcileMs };
 }
 
@@ -111,7 +123,8 @@ export async function runPages(o: PartOptions): Promise<string> {
       if (cell.path === "/user/albums") {
         const counts = [...r.text.matchAll(/<td data-label="Images">(\d+)<\/td>/g)].map((m) => Number(m[1])).sort((a, b) => b - a);
         const seeded = t.seed.albums.map((a) => a.images).sort((a, b) => b - a);
-        if (counts.join() !== seeded.join()) notes.push(`**${label[t.key]}: the Albums page shows image counts ${counts.join(", ")}; the albums hold ${seeded.join(", ")}**`);
+        if (counts.join() !== seeded.join())
+          notes.push(`**${label[t.key]}: the Albums page shows image counts ${counts.join(", ")}; the albums hold ${seeded.join(", ")}**`);
       }
       pageBytes.set(`${cell.label}|${t.key}`, r.bytes);
       const ms: number[] = [];
@@ -135,9 +148,14 @@ export async function runPages(o: PartOptions): Promise<string> {
         const where = `${cell.label}, ${label[t.key]}, round ${round + 1}`;
         if (r.errors > 0) notes.push(`${where}: ${r.errors} failed (${r.statusErrors} answers ≥ 400) of ${r.requests}`);
         // headers included, an answer is a little larger than the page; a redirect to the sign-in page is far smaller
-        if (r.bytesPerRequest < pageBytes.get(`${cell.label}|${t.key}`)! * 0.9) notes.push(`${where}: ${fmt(r.bytesPerRequest)} bytes per answer: not the page?`);
+        if (r.bytesPerRequest < pageBytes.get(`${cell.label}|${t.key}`)! * 0.9)
+          notes.push(`${where}: ${fmt(r.bytesPerRequest)} bytes per answer: not the page?`);
         const none = r.requests === 0 ? NaN : 1; // no answer within the cell: its latency is unknown, not 0
-        (runs.get(`${cell.label}|${t.key}`) ?? runs.set(`${cell.label}|${t.key}`, []).get(`${cell.label}|${t.key}`)!).push({ rate: (r.requests - r.statusErrors) / r.seconds, p50: r.p50ms * none, p99: r.p99ms * none });
+        (runs.get(`${cell.label}|${t.key}`) ?? runs.set(`${cell.label}|${t.key}`, []).get(`${cell.label}|${t.key}`)!).push({
+          rate: (r.requests - r.statusErrors) / r.seconds,
+          p50: r.p50ms * none,
+          p99: r.p99ms * none,
+        });
       }
     }
   }
@@ -149,7 +167,10 @@ export async function runPages(o: PartOptions): Promise<string> {
     facts: facts.facts([
       ["software", `Bun ${Bun.version}, ${tools.wrkVersion}, PostgreSQL ${pg.version ?? `not reachable (${pg.problem})`}`],
       ["server", `\`${serverCommand()}\`, fresh DATA_DIR per topology, \`LOG_OBJECT_REQUESTS=false\``],
-      ["load", `wrk, ${CONNECTIONS} connections, 2 threads, ${cfg.seconds} s per cell, ${cfg.rounds} round(s), the session cookie sent; 1-min load at each round's start: ${loads.map((l) => l.toFixed(2)).join(", ")}`],
+      [
+        "load",
+        `wrk, ${CONNECTIONS} connections, 2 threads, ${cfg.seconds} s per cell, ${cfg.rounds} round(s), the session cookie sent; 1-min load at each round's start: ${loads.map((l) => l.toFixed(2)).join(", ")}`,
+      ],
     ]),
     target: TARGET_P99_MS,
     images: n(IMAGES),
@@ -162,13 +183,48 @@ export async function runPages(o: PartOptions): Promise<string> {
     seeding: tops.map((t) => `${label[t.key]} ${(t.seed.ms / 1000).toFixed(1)} s`).join(", "),
     results: markdownTable(
       ["cell", "page", "shown", ...keys.flatMap((k) => [`${label[k]} req/s`, "p50 ms", "p99 ms", "c=1 ms", `p99 ≤ ${TARGET_P99_MS}`])],
-      cells.map((c) => [c.label, `\`${c.path.replace("{album}", String(fullest(seed).id))}\``, shown.get(c.label)!, ...keys.flatMap((k) => [fmt(fig(c.label, k, "rate")), fmt(fig(c.label, k, "p50")), fmt(fig(c.label, k, "p99")), fmt(single.get(`${c.label}|${k}`)), within(c.label, k) ? "yes" : "**no**"])]),
+      cells.map((c) => [
+        c.label,
+        `\`${c.path.replace("{album}", String(fullest(seed).id))}\``,
+        shown.get(c.label)!,
+        ...keys.flatMap((k) => [
+          fmt(fig(c.label, k, "rate")),
+          fmt(fig(c.label, k, "p50")),
+          fmt(fig(c.label, k, "p99")),
+          fmt(single.get(`${c.label}|${k}`)),
+          within(c.label, k) ? "yes" : "**no**",
+        ]),
+      ]),
     ),
     probes: cfg.probes,
     connections: CONNECTIONS,
-    met: keys.map((k) => `- ${label[k]}: **${cells.filter((c) => within(c.label, k)).length} of ${cells.length}** cells within ${TARGET_P99_MS} ms p99${cells.some((c) => !within(c.label, k)) ? ` (missed: ${cells.filter((c) => !within(c.label, k)).map((c) => c.label).join("; ")})` : ""}`).join("\n"),
+    met: keys
+      .map(
+        (k) =>
+          `- ${label[k]}: **${cells.filter((c) => within(c.label, k)).length} of ${cells.length}** cells within ${TARGET_P99_MS} ms p99${
+            cells.some((c) => !within(c.label, k))
+              ? ` (missed: ${cells
+                  .filter((c) => !within(c.label, k))
+                  .map((c) => c.label)
+                  .join("; ")})`
+              : ""
+          }`,
+      )
+      .join("\n"),
     waiting: CONNECTIONS / os.availableParallelism(),
-    perRound: markdownTable(["cell", ...keys.map((k) => `${label[k]}: req/s (p99 ms) per round`)], cells.map((c) => [c.label, ...keys.map((k) => runs.get(`${c.label}|${k}`)!.map((r) => `${fmt(r.rate)} (${fmt(r.p99)})`).join(" · "))]), true),
+    perRound: markdownTable(
+      ["cell", ...keys.map((k) => `${label[k]}: req/s (p99 ms) per round`)],
+      cells.map((c) => [
+        c.label,
+        ...keys.map((k) =>
+          runs
+            .get(`${c.label}|${k}`)!
+            .map((r) => `${fmt(r.rate)} (${fmt(r.p99)})`)
+            .join(" · "),
+        ),
+      ]),
+      true,
+    ),
     notes: notes.length ? notes.map((x) => `- ${x}`).join("\n") : "- no failed requests; every answer was the page's size",
   });
 }

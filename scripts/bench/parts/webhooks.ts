@@ -32,10 +32,14 @@ function receiver() {
   });
   onCleanup("webhook receiver", () => server.stop(true));
   const of = (prefix: string) => arrivals.filter((a) => a.path.startsWith(prefix));
-  return { url: (path: string) => `http://127.0.0.1:${server.port}${path}`, of, until: async (prefix: string, n: number, ms: number) => {
-    for (const deadline = performance.now() + ms; of(prefix).length < n; await Bun.sleep(5)) if (performance.now() > deadline) return false;
-    return true;
-  } };
+  return {
+    url: (path: string) => `http://127.0.0.1:${server.port}${path}`,
+    of,
+    until: async (prefix: string, n: number, ms: number) => {
+      for (const deadline = performance.now() + ms; of(prefix).length < n; await Bun.sleep(5)) if (performance.now() > deadline) return false;
+      return true;
+    },
+  };
 }
 
 export async function runWebhooks(o: PartOptions): Promise<string> {
@@ -69,10 +73,21 @@ export async function runWebhooks(o: PartOptions): Promise<string> {
   const tops: { key: Key; server: AppServer; accounts: Account[]; dbName?: string }[] = [];
   for (const key of keys) {
     const url = key === "pg" ? await freshDatabase("imghost_webhooks") : undefined;
-    const server = await startAppServer({ label: `webhooks (${label[key]})`, dataDir: join(dir, `data-${key}`), databaseUrl: url, env: { WEBHOOK_ALLOW: "127.0.0.1" } });
-    tops.push({ key, server, accounts: await Promise.all([0, 1, 2, 3].map((i) => createAccount(server, `hook${i}`))), dbName: url && new URL(url).pathname.slice(1) });
+    const server = await startAppServer({
+      label: `webhooks (${label[key]})`,
+      dataDir: join(dir, `data-${key}`),
+      databaseUrl: url,
+      env: { WEBHOOK_ALLOW: "127.0.0.1" },
+    });
+    tops.push({
+      key,
+      server,
+      accounts: await Promise.all([0, 1, 2, 3].map((i) => createAccount(server, `hook${i}`))),
+      dbName: url && new URL(url).pathname.slice(1),
+    });
   }
-  const addEndpoint = (t: (typeof tops)[number], path: string) => admin<{ id: number }>(t.server, "POST", "/api/admin/webhooks", { url: rx.url(path), events: ["image.uploaded"] });
+  const addEndpoint = (t: (typeof tops)[number], path: string) =>
+    admin<{ id: number }>(t.server, "POST", "/api/admin/webhooks", { url: rx.url(path), events: ["image.uploaded"] });
   const removeEndpoint = (t: (typeof tops)[number], id: number) => admin(t.server, "DELETE", `/api/admin/webhooks/${id}`);
   /** CPU ms of the server's tree, plus (PostgreSQL) the backends serving the run's database. */
   const cpu = async (t: (typeof tops)[number]) => {
@@ -101,7 +116,8 @@ export async function runWebhooks(o: PartOptions): Promise<string> {
       const ms: number[] = [];
       for (let i = 0; i < cfg.uploads; i++) ms.push((await uploadOnce(t.server, token, images.jpeg)).ms);
       const tUploads = performance.now();
-      if (ep && !(await rx.until(path, cfg.uploads, 30_000))) notes.push(`${label[t.key]} round ${round + 1}: ${rx.of(path).length} of ${cfg.uploads} events within 30 s`);
+      if (ep && !(await rx.until(path, cfg.uploads, 30_000)))
+        notes.push(`${label[t.key]} round ${round + 1}: ${rx.of(path).length} of ${cfg.uploads} events within 30 s`);
       const waitMs = performance.now() - tUploads;
       await Bun.sleep(250); // the delivery's record, after the receiver's answer
       const c1 = await cpu(t);
@@ -125,7 +141,10 @@ export async function runWebhooks(o: PartOptions): Promise<string> {
     await Promise.all(
       Array.from({ length: UPLOADERS }, async (_, u) => {
         while (performance.now() < t0 + seconds * 1000 && started++ < max) {
-          await uploadOnce(t.server, t.accounts[u % 4]!.token, png).then((r) => answers.set(r.key, r.t), () => failed++);
+          await uploadOnce(t.server, t.accounts[u % 4]!.token, png).then(
+            (r) => answers.set(r.key, r.t),
+            () => failed++,
+          );
         }
       }),
     );
@@ -152,12 +171,17 @@ export async function runWebhooks(o: PartOptions): Promise<string> {
       after >= 10 ? fmt(after / ((last - tUploads) / 1000)) : "–",
       fmt(percentile(delays, 50)),
       fmt(percentile(delays, 99)),
-      missing === 0 && got.length === distinct && failed === 0 ? "yes" : `**no**: ${missing} missing, ${got.length - distinct} duplicates, ${failed} uploads failed`,
-      Number.isFinite(c1.db - c0.db) ? `${fmt(perUpload(c1.tree - c0.tree + c1.db - c0.db))} (${fmt(perUpload(c1.db - c0.db))} db)` : fmt(perUpload(c1.tree - c0.tree)),
+      missing === 0 && got.length === distinct && failed === 0
+        ? "yes"
+        : `**no**: ${missing} missing, ${got.length - distinct} duplicates, ${failed} uploads failed`,
+      Number.isFinite(c1.db - c0.db)
+        ? `${fmt(perUpload(c1.tree - c0.tree + c1.db - c0.db))} (${fmt(perUpload(c1.db - c0.db))} db)`
+        : fmt(perUpload(c1.tree - c0.tree)),
     ];
   };
   const tput = [];
-  for (const t of tops) tput.push(await throughput(t, images.png, 1, cfg.tputSeconds, cfg.tputMax), await throughput(t, images.png, 16, cfg.fanSeconds, cfg.fanMax));
+  for (const t of tops)
+    tput.push(await throughput(t, images.png, 1, cfg.tputSeconds, cfg.tputMax), await throughput(t, images.png, 16, cfg.fanSeconds, cfg.fanMax));
   for (const t of tops) await t.server.stop();
 
   // ---- the figures
@@ -169,46 +193,126 @@ export async function runWebhooks(o: PartOptions): Promise<string> {
   for (const t of tops) {
     const of = (kind: string) => {
       const rs = cost.get(t.key)!.filter((r) => r.kind === kind);
-      return { total: median(rs.map((r) => r.cpu + (Number.isFinite(r.db) ? r.db : 0))), tree: median(rs.map((r) => r.cpu)), p50: median(rs.map((r) => r.p50)), withDb: rs.some((r) => Number.isFinite(r.db)) };
+      return {
+        total: median(rs.map((r) => r.cpu + (Number.isFinite(r.db) ? r.db : 0))),
+        tree: median(rs.map((r) => r.cpu)),
+        p50: median(rs.map((r) => r.p50)),
+        withDb: rs.some((r) => Number.isFinite(r.db)),
+      };
     };
     const [n, e] = [of("none"), of("one")];
-    cpuRows.push([`${label[t.key]} (server tree${n.withDb ? " + database backends" : t.key === "emb" ? ", its database included" : ""})`, fmt(n.total), fmt(e.total), ratio(e.total / n.total), verdict(e.total / n.total), fmt(n.p50), fmt(e.p50), ratio(e.p50 / n.p50)]);
-    verdicts.push(`CPU of the upload and its delivery, ${label[t.key]}: ${fmt(e.total)} ÷ ${fmt(n.total)} ms = ${ratio(e.total / n.total)} — ${verdict(e.total / n.total)} (target ≤ ${TARGET}×); the difference, ${fmt(e.total - n.total)} ms, is what one delivered event costs`);
+    cpuRows.push([
+      `${label[t.key]} (server tree${n.withDb ? " + database backends" : t.key === "emb" ? ", its database included" : ""})`,
+      fmt(n.total),
+      fmt(e.total),
+      ratio(e.total / n.total),
+      verdict(e.total / n.total),
+      fmt(n.p50),
+      fmt(e.p50),
+      ratio(e.p50 / n.p50),
+    ]);
+    verdicts.push(
+      `CPU of the upload and its delivery, ${label[t.key]}: ${fmt(e.total)} ÷ ${fmt(n.total)} ms = ${ratio(e.total / n.total)} — ${verdict(e.total / n.total)} (target ≤ ${TARGET}×); the difference, ${fmt(e.total - n.total)} ms, is what one delivered event costs`,
+    );
   }
   const med = (xs: Measured[], f: (m: Measured) => number) => median(xs.map(f));
   const range = (xs: Measured[], f: (m: Measured) => number) => `${Math.min(...xs.map(f))}–${Math.max(...xs.map(f))}`;
   const [up0, up1] = [med(stmts.none, (m) => m.upload), med(stmts.one, (m) => m.upload)];
   const [del0, del1] = [med(stmts.none, (m) => m.task + m.queue), med(stmts.one, (m) => m.task + m.queue)];
   verdicts.push(`database round trips of the upload request: ${ratio(up1 / up0)} — ${verdict(up1 / up0)}`);
-  verdicts.push(`database round trips including the delivery's: ${ratio((up1 + del1) / (up0 + del0))}, reported (${fmt(del1)} statements per delivered event, after the upload's answer)`);
+  verdicts.push(
+    `database round trips including the delivery's: ${ratio((up1 + del1) / (up0 + del0))}, reported (${fmt(del1)} statements per delivered event, after the upload's answer)`,
+  );
   return render("webhooks", {
     facts: facts.facts([
       ["software", `Bun ${Bun.version}, PostgreSQL ${pg.version ?? `not reachable (${pg.problem})`}`],
-      ["server", `\`${serverCommand("WEBHOOK_ALLOW=127.0.0.1 ")}\`, fresh DATA_DIR per topology, WEBHOOK_CONCURRENCY ${process.env.WEBHOOK_CONCURRENCY ?? "8 (default)"}, 4 deliveries at once per endpoint`],
+      [
+        "server",
+        `\`${serverCommand("WEBHOOK_ALLOW=127.0.0.1 ")}\`, fresh DATA_DIR per topology, WEBHOOK_CONCURRENCY ${process.env.WEBHOOK_CONCURRENCY ?? "8 (default)"}, 4 deliveries at once per endpoint`,
+      ],
     ]),
     target: TARGET,
     verdicts: verdicts.map((v) => `- ${v}`).join("\n"),
-    cpuTable: markdownTable(["CPU ms per upload (median of rounds)", "no endpoint", "one endpoint", "÷", `≤ ${TARGET}×`, "p50 ms, none", "p50 ms, one", "÷"], cpuRows),
+    cpuTable: markdownTable(
+      ["CPU ms per upload (median of rounds)", "no endpoint", "one endpoint", "÷", `≤ ${TARGET}×`, "p50 ms, none", "p50 ms, one", "÷"],
+      cpuRows,
+    ),
     rounds: cfg.rounds,
     uploads: cfg.uploads,
     jpeg: images.jpeg.label,
-    backends: !monitor ? "" : backendsReadable ? "For PostgreSQL, the backends serving the run's database (pg_stat_activity's pids, their /proc/PID/stat) are added. " : "For PostgreSQL, the database's backends were not readable from /proc: the server's tree only. ",
+    backends: !monitor
+      ? ""
+      : backendsReadable
+        ? "For PostgreSQL, the backends serving the run's database (pg_stat_activity's pids, their /proc/PID/stat) are added. "
+        : "For PostgreSQL, the database's backends were not readable from /proc: the server's tree only. ",
     alone: stmts.alone.map((r) => `${r.kind} ${fmt(r.ms)}`).join(" · "),
-    perRound: markdownTable(["topology", ...Array.from({ length: cfg.rounds }, (_, i) => `round ${i + 1}`)], tops.map((t) => [label[t.key], ...cost.get(t.key)!.map((r) => `${r.kind}: ${fmt(r.cpu)}${Number.isFinite(r.db) ? ` + ${fmt(r.db)} db` : ""} ms, p50 ${fmt(r.p50)} ms${r.kind === "one" ? `, last event ${fmt(r.waitMs)} ms after the last answer` : ""}`)]), true),
-    stmtTable: markdownTable(["database statements per upload", "no endpoint", "one endpoint", "÷"], [
-      ["the upload request's own", `${fmt(up0)} (${range(stmts.none, (m) => m.upload)})`, `${fmt(up1)} (${range(stmts.one, (m) => m.upload)})`, ratio(up1 / up0)],
-      ["the delivery's (queue, attempt, record)", `${fmt(del0)}`, `${fmt(del1)}: ${fmt(med(stmts.one, (m) => m.task))} by the tasks (postgres.js) + ${fmt(med(stmts.one, (m) => m.queue))} by graphile-worker (pg)`, ""],
-      ["total: upload and its delivery", fmt(up0 + del0), fmt(up1 + del1), ratio((up1 + del1) / (up0 + del0))],
-    ]),
+    perRound: markdownTable(
+      ["topology", ...Array.from({ length: cfg.rounds }, (_, i) => `round ${i + 1}`)],
+      tops.map((t) => [
+        label[t.key],
+        ...cost
+          .get(t.key)!
+          .map(
+            (r) =>
+              `${r.kind}: ${fmt(r.cpu)}${Number.isFinite(r.db) ? ` + ${fmt(r.db)} db` : ""} ms, p50 ${fmt(r.p50)} ms${r.kind === "one" ? `, last event ${fmt(r.waitMs)} ms after the last answer` : ""}`,
+          ),
+      ]),
+      true,
+    ),
+    stmtTable: markdownTable(
+      ["database statements per upload", "no endpoint", "one endpoint", "÷"],
+      [
+        [
+          "the upload request's own",
+          `${fmt(up0)} (${range(stmts.none, (m) => m.upload)})`,
+          `${fmt(up1)} (${range(stmts.one, (m) => m.upload)})`,
+          ratio(up1 / up0),
+        ],
+        [
+          "the delivery's (queue, attempt, record)",
+          `${fmt(del0)}`,
+          `${fmt(del1)}: ${fmt(med(stmts.one, (m) => m.task))} by the tasks (postgres.js) + ${fmt(med(stmts.one, (m) => m.queue))} by graphile-worker (pg)`,
+          "",
+        ],
+        ["total: upload and its delivery", fmt(up0 + del0), fmt(up1 + del1), ratio((up1 + del1) / (up0 + del0))],
+      ],
+    ),
     stmtUploads: cfg.stmtUploads,
     stmtWhere,
     stmtSample: [...stmts.one.at(-1)!.uploadLog, "--- delivery ---", ...stmts.one.at(-1)!.deliveryLog].join("\n"),
-    tputTable: markdownTable(["cell", "uploads", "uploads/s", "deliveries received", "deliveries/s end to end", "deliveries/s, first to last", "deliveries/s after the uploads", "delay p50 ms", "delay p99 ms", "each exactly once", "CPU ms per upload"], tput),
+    tputTable: markdownTable(
+      [
+        "cell",
+        "uploads",
+        "uploads/s",
+        "deliveries received",
+        "deliveries/s end to end",
+        "deliveries/s, first to last",
+        "deliveries/s after the uploads",
+        "delay p50 ms",
+        "delay p99 ms",
+        "each exactly once",
+        "CPU ms per upload",
+      ],
+      tput,
+    ),
     uploaders: UPLOADERS,
     png: images.png.label,
     tput: `${cfg.tputSeconds} s (at most ${cfg.tputMax} uploads) with one endpoint; for ${cfg.fanSeconds} s (at most ${cfg.fanMax}) with 16 endpoints`,
     drain: cfg.drainMs / 1000,
-    lastEvent: tops.map((t) => `${fmt(median(cost.get(t.key)!.filter((r) => r.kind === "one").map((r) => r.waitMs)))} ms (${label[t.key]})`).join(" and "),
+    lastEvent: tops
+      .map(
+        (t) =>
+          `${fmt(
+            median(
+              cost
+                .get(t.key)!
+                .filter((r) => r.kind === "one")
+                .map((r) => r.waitMs),
+            ),
+          )} ms (${label[t.key]})`,
+      )
+      .join(" and "),
     notes: notes.length ? notes.map((n) => `- ${n}`).join("\n") : "- every event of the cost rounds arrived",
   });
 }
