@@ -27,7 +27,7 @@ export interface Config {
   metricsToken?: string;
   /** The database in use, as the admin overview names it (absent in tests that build their own). */
   database?: { kind: "embedded" | "external"; detail: string };
-  /** Issue 19: the webhooks' secret key, allow list and delivery bounds. */
+  /** The webhooks' secret key, allow list and delivery bounds. */
   webhooks?: WebhookSettings;
 }
 

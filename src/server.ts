@@ -142,7 +142,7 @@ try {
 const sweeper = startSweeper(deps, env.SWEEP_INTERVAL_SECONDS * 1000);
 const removals = startRemovals(deps); // objects of deleted images and dead uploads, within seconds, on every instance
 const reconciler = startReconciler(deps, env.RECONCILE_INTERVAL_SECONDS * 1000);
-// webhook deliveries (issue 19): every instance runs workers; the queue gives each job to one of them
+// webhook deliveries: every instance runs workers; the queue gives each job to one of them
 const queue = await startQueue(deps, database.connection!, { concurrency: env.WEBHOOK_CONCURRENCY });
 log.info(
   { address: `http://${env.HOST}:${server.port}`, base_url: env.BASE_URL, database: database.embedded ? "embedded" : "postgres" },

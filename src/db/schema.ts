@@ -29,9 +29,9 @@ export const settings = pgTable("settings", {
 
 type ReviewProvider = "none" | "webhook";
 type UserRole = "user" | "admin";
-/** The format processing on upload converts to (issue 17 §2). */
+/** The format processing on upload converts to. */
 export type ConvertFormat = "webp" | "avif" | "jpeg";
-/** What of an upload's metadata is stored (issue 17 §1; see src/images/metadata/policy.ts). */
+/** What of an upload's metadata is stored (see src/images/metadata/policy.ts). */
 export type MetadataPolicy = "keep" | "strip_location" | "strip_all";
 
 export const groups = pgTable(
@@ -61,7 +61,7 @@ export const groups = pgTable(
     reviewFailOpen: boolean("review_fail_open").notNull().default(false),
     // privacy by default: new groups, and the groups of installs that existed before the column, strip locations
     metadata: text("metadata").$type<MetadataPolicy>().notNull().default("strip_location"),
-    // processing on upload (issue 17 §2; src/images/process.ts): off while all of these are null
+    // processing on upload (src/images/process.ts): off while all of these are null
     convertFormat: text("convert_format").$type<ConvertFormat>(),
     convertQuality: integer("convert_quality").notNull().default(80),
     maxWidth: integer("max_width"),
@@ -124,14 +124,14 @@ export const users = pgTable(
     // null = the group's default capacity
     capacityKb: bigint("capacity_kb", { mode: "number" }),
     // the sum of the account's images' own bytes (their `size`), exactly what its listing adds up to — not disk blocks,
-    // inodes or thumbnails (issue 15 item 12): the number of objects an account makes is bounded by its group's
+    // inodes or thumbnails: the number of objects an account makes is bounded by its group's
     // frequency limits (each accepted upload stores at most two objects), not by capacity
     usedBytes: bigint("used_bytes", { mode: "number" }).notNull().default(0),
     imageNum: integer("image_num").notNull().default(0),
     albumNum: integer("album_num").notNull().default(0),
     registeredIp: text("registered_ip").notNull().default(""),
     passwordHash: text("password_hash"),
-    // issue 18: an administrator may use the admin pages of the site (ADMIN_TOKEN stays what automation uses)
+    // an administrator may use the admin pages of the site (ADMIN_TOKEN stays what automation uses)
     role: text("role").$type<UserRole>().notNull().default("user"),
     createdAt: createdAt(),
   },
@@ -247,21 +247,21 @@ export const images = pgTable(
     index("images_thumbnail_path_idx").on(t.thumbnailPath),
     // ascending: scanned backwards it serves "order by created_at desc, id desc" (nulls first), top-N without a sort
     index("images_owner_created_idx").on(t.userId, t.createdAt, t.id),
-    // issue 18: the user center's "largest first" and album views
+    // the user center's "largest first" and album views
     index("images_owner_size_idx").on(t.userId, t.size, t.id),
     index("images_album_created_idx").on(t.albumId, t.createdAt, t.id).where(sql`${t.albumId} is not null`),
-    // the user center's "public or private only" and "in no album" views (issue 18), newest first without a sort
+    // the user center's "public or private only" and "in no album" views, newest first without a sort
     index("images_owner_visibility_created_idx").on(t.userId, t.isPublic, t.createdAt, t.id),
     index("images_owner_no_album_created_idx").on(t.userId, t.createdAt, t.id).where(sql`${t.albumId} is null`),
     index("images_expired_at_idx").on(t.expiredAt).where(sql`${t.expiredAt} is not null`),
   ],
 );
 
-/** The output formats of variants (issue 17 §3): `gif` only for a resized animated GIF kept as a GIF. */
+/** The output formats of variants: `gif` only for a resized animated GIF kept as a GIF. */
 export type VariantFormat = "webp" | "avif" | "jpeg" | "png" | "gif";
 
 /**
- * Variants of an image made on demand (issue 17 §3): one per (image, width, format), stored through the image's
+ * Variants of an image made on demand: one per (image, width, format), stored through the image's
  * strategy at `path`. A row goes with its image (cascade); the delete queues the variants' objects for removal in
  * the same transaction. Not charged to any capacity.
  */
@@ -338,7 +338,7 @@ export const pendingRemovals = pgTable(
 );
 
 /**
- * Issue 18: every administrative action, by an administrator's session or by ADMIN_TOKEN: who, what, which record,
+ * Every administrative action, by an administrator's session or by ADMIN_TOKEN: who, what, which record,
  * when and from where. Written in the transaction of the change where there is one.
  */
 export const auditLog = pgTable(
@@ -359,7 +359,7 @@ export const auditLog = pgTable(
   (t) => [index("audit_log_created_idx").on(t.createdAt, t.id)],
 );
 
-/** Issue 18: one-time links to set a password, made by an administrator; valid for an hour, used once. */
+/** One-time links to set a password, made by an administrator; valid for an hour, used once. */
 export const passwordLinks = pgTable(
   "password_links",
   {
@@ -375,12 +375,12 @@ export const passwordLinks = pgTable(
   (t) => [uniqueIndex("password_links_token_hash_key").on(t.tokenHash), index("password_links_user_idx").on(t.userId)],
 );
 
-/** Issue 19: what an event can be about. */
+/** What an event can be about. */
 export const EVENT_TYPES = ["image.uploaded", "image.deleted", "image.expired", "token.revoked", "user.disabled"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /**
- * Issue 19: where events are sent. A user's endpoint (owner set) receives the events of that user's own images and
+ * Where events are sent. A user's endpoint (owner set) receives the events of that user's own images and
  * tokens; a site-wide endpoint (owner null, made by an administrator) receives every event. The signing secret is
  * stored encrypted (services' webhooks/secret-box.ts): it must be read back to sign, so it cannot be hashed.
  */
@@ -407,7 +407,7 @@ export const webhookEndpoints = pgTable(
 type DeliveryStatus = "pending" | "delivered" | "failed";
 
 /**
- * Issue 19: one event for one endpoint, and the log of its attempts. The body is kept as sent (signatures cover its
+ * One event for one endpoint, and the log of its attempts. The body is kept as sent (signatures cover its
  * bytes, and a retry sends the same ones). `seq` orders the events: a delivery waits while an earlier one of the same
  * subject (the image, the token, the user) to the same endpoint is still pending.
  */
@@ -442,7 +442,7 @@ export const webhookDeliveries = pgTable(
   ],
 );
 
-/** Issue 19: graphile-worker's workers of each instance and when they were last seen (webhooks/queue.ts). */
+/** Graphile-worker's workers of each instance and when they were last seen (webhooks/queue.ts). */
 export const jobWorkers = pgTable("job_workers", {
   workerId: text("worker_id").primaryKey(),
   instance: text("instance").notNull(),

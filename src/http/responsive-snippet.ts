@@ -1,5 +1,5 @@
 /**
- * The "Responsive HTML" snippet of an image (issue 17 §3): a `<picture>` whose sources name the variants of the
+ * The "Responsive HTML" snippet of an image: a `<picture>` whose sources name the variants of the
  * ladder on this server (`{BASE_URL}/i/{pathname}?w=…&format=…`), AVIF first, then WebP, then an `<img>` in the
  * original's format. The one place it is built: the image grid renders it, the upload page asks for it
  * (GET /user/upload/snippets/{key}); it is not a field of the v1 API answers.

@@ -44,7 +44,7 @@ interface StripJob {
   policy: MetadataPolicy;
 }
 
-/** A variant (issue 17 §3): the image at `width` (never enlarged), encoded as `format` at `quality`. */
+/** A variant: the image at `width` (never enlarged), encoded as `format` at `quality`. */
 interface VariantJob {
   kind: "variant";
   id: number;
@@ -57,7 +57,7 @@ interface VariantJob {
   animated: boolean;
 }
 
-/** Processing on upload (issue 17 §2): the stored image made from the upload by the group's plan. */
+/** Processing on upload: the stored image made from the upload by the group's plan. */
 interface ProcessJob {
   kind: "process";
   id: number;

@@ -112,7 +112,7 @@ export async function decodeAndThumbnail(
   return image.resize(THUMBNAIL_BOX, THUMBNAIL_BOX, { fit: "inside", withoutEnlargement: true }).webp({ quality: 80 }).toBuffer();
 }
 
-/** How a variant is encoded (issue 17 §3). */
+/** How a variant is encoded. */
 export interface VariantEncoding {
   /** The width to resize to; never enlarged (a width at or above the image's keeps its size). */
   width: number;

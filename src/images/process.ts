@@ -4,7 +4,7 @@ import { decodeAndThumbnail } from "./inspect.ts";
 import { jpegQuality } from "./jpeg.ts";
 
 /**
- * Processing on upload (issue 17 §2): what a group does to the pixels of what it stores. Off unless an administrator
+ * Processing on upload: what a group does to the pixels of what it stores. Off unless an administrator
  * turns it on (every field null). Runs after every check (refusals are decided on the upload as sent) and after the
  * metadata policy (so a processed image carries no more metadata than the policy lets through).
  */

@@ -24,14 +24,14 @@ export async function removeImage(
   reason: Exclude<RemovalReason, "upload"> = "delete",
 ): Promise<number[]> {
   const paths = image.thumbnailPath ? [image.path, image.thumbnailPath] : [image.path];
-  // its variants (issue 17 §3): their rows go with the image (cascade), their objects with its own. The image row is
+  // its variants: their rows go with the image (cascade), their objects with its own. The image row is
   // locked (FOR UPDATE) by every caller, so a variant being recorded now waits for this commit and then finds the
   // image gone: it gives its object up itself.
   const variants = await variantsOf(tx, image.id);
   paths.push(...variants.map((v) => v.path));
   const queued = await queueRemovals(tx, image.strategyId, paths, reason);
   await deleteImageAndRelease(tx, image);
-  // issue 19: the event commits with the deletion; it lists every address that served the image (a CDN purges them)
+  // the event commits with the deletion; it lists every address that served the image (a CDN purges them)
   const strategy = await getStrategy(tx, image.strategyId);
   if (strategy) {
     await emitEvent(tx, {

@@ -1,7 +1,7 @@
 import type { Deps } from "../deps.ts";
 import { servicesOf } from "./index.ts";
 
-/** The last run of a background job on this instance, for the admin overview (issue 18). */
+/** The last run of a background job on this instance, for the admin overview. */
 export interface LastRun {
   at: Date;
   durationMs: number;

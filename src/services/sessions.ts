@@ -23,7 +23,7 @@ export const SESSION_MAX_MS = 30 * 86_400_000;
 /** Signs of life are written at most once a minute per session. */
 const TOUCH_EVERY_MS = 60_000;
 
-/** An administrator's session ends sooner (issue 18): after 30 minutes without use, 12 hours after sign-in. */
+/** An administrator's session ends sooner: after 30 minutes without use, 12 hours after sign-in. */
 const ADMIN_SESSION_IDLE_MS = 30 * 60_000;
 const ADMIN_SESSION_MAX_MS = 12 * 3_600_000;
 

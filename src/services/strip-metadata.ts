@@ -8,7 +8,7 @@ import { decoders } from "./work-queue.ts";
 import { logFor } from "../observability/log.ts";
 
 /**
- * `images strip-metadata` (issue 17 §1): applies a group's metadata policy to the images it already has, one batch
+ * `images strip-metadata`: applies a group's metadata policy to the images it already has, one batch
  * at a time in id order (the caller resumes after the last id). Each image keeps its address: the object is replaced
  * at its own path through the storage interface (a local write is a temporary file renamed into place; an S3 put
  * replaces the object whole), inside the transaction that holds the image's row and updates its size and hashes and

@@ -1,5 +1,5 @@
 /**
- * Issue 19: webhook endpoints, as their owners manage them — a user for their own (the user center), an
+ * Webhook endpoints, as their owners manage them — a user for their own (the user center), an
  * administrator for the site-wide ones (admin API, CLI, admin pages). The same rules everywhere:
  * - the URL is http(s), without credentials, and its destination passes the address guard now (and again at every
  *   delivery, after DNS: webhooks/address-guard.ts);

@@ -1,5 +1,5 @@
 /**
- * Albums (issue 18): create, rename and delete the account's albums; deleting one keeps its images, in no album.
+ * Albums: create, rename and delete the account's albums; deleting one keeps its images, in no album.
  * Images are moved in and out from the Images page (images.tsx). Users manage albums here only: /api/v1 stays as
  * the contract shows it.
  */

@@ -1,5 +1,5 @@
 /**
- * One image's page (issue 18), /user/images/{key}: the picture, every link and snippet of its v1 resource (and the
+ * One image's page, /user/images/{key}: the picture, every link and snippet of its v1 resource (and the
  * Responsive HTML one) to copy, its facts (dimensions, size, checksums, dates, public or private, album, storage), and
  * what can be done to it. The owner's only: another account's image and a missing key are the same 404.
  */

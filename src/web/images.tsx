@@ -1,5 +1,5 @@
 /**
- * The account's images (issue 18), paginated as GET /api/v1/images: search them by original name, sort them (newest,
+ * The account's images, paginated as GET /api/v1/images: search them by original name, sort them (newest,
  * oldest or largest first), filter them by album and by public or private; copy their snippets, open them, or act on
  * a selection (move to an album or out, make public or private, delete). Each image has its own page (image.tsx).
  */

@@ -1,5 +1,5 @@
 /**
- * Integrations (issue 18): ready-made settings for uploaders (ShareX, PicGo, PicList, uPic, curl, a shell script
+ * Integrations: ready-made settings for uploaders (ShareX, PicGo, PicList, uPic, curl, a shell script
  * for screenshot tools), all sending POST /api/v1/upload with `Authorization: Bearer <token>`.
  *
  * A token's value is never kept (only its hash), so the settings either hold a placeholder the user replaces with a

@@ -1,5 +1,5 @@
 /**
- * The page of a one-time password link (issue 18): an administrator makes the link (admin page or
+ * The page of a one-time password link: an administrator makes the link (admin page or
  * POST /api/admin/users/{id}/password-link); its user sets a password here, once, within the hour. Before sign-in:
  * the link's secret is the credential, and the form must come from this site.
  */

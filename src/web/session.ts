@@ -91,7 +91,7 @@ async function formTokenSent<E extends WebEnv>(c: Context<E>): Promise<string | 
 export const requireSession: MiddlewareHandler<SignedInEnv> = (c, next) => signedInOnly(c, next, true);
 
 /**
- * The admin pages (issue 18): a live session of an administrator. The site-wide API switch does not apply to them, as
+ * The admin pages: a live session of an administrator. The site-wide API switch does not apply to them, as
  * it does not apply to the admin API (an administrator must be able to turn it back on); the account's own gates do.
  * Anyone else signed in gets a 403 page.
  */

@@ -1,5 +1,5 @@
 /**
- * Webhooks (issue 19) in the user center: the account's own endpoints (services/webhooks.ts, scope `{ ownerId }`).
+ * Webhooks in the user center: the account's own endpoints (services/webhooks.ts, scope `{ ownerId }`).
  * The pages and their handlers are shared with the admin page of the site-wide endpoints (admin/webhooks.tsx), which
  * differs in its frame, its events (user.disabled too), its gate and its backend: this page calls the service layer
  * (serviceBackend, scope `{ ownerId }`), the admin page the admin API in-process (so the API's validation and audit log).

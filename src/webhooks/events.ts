@@ -1,5 +1,5 @@
 /**
- * Issue 19: events, written in the transaction of the change they describe (an outbox): a rolled-back change sends
+ * Events, written in the transaction of the change they describe (an outbox): a rolled-back change sends
  * nothing, a committed one is never forgotten, even when the instance dies right after the commit. Writing one costs
  * one call in that transaction (`webhook_enqueue`, drizzle/0012), and nothing at all when no enabled endpoint wants the
  * event: otherwise it writes one delivery per such endpoint and one graphile-worker job (`webhook_deliver`) each.

@@ -1,5 +1,5 @@
 /**
- * The job queue behind webhooks (issue 19): graphile-worker, on the service's own PostgreSQL (its schema
+ * The job queue behind webhooks: graphile-worker, on the service's own PostgreSQL (its schema
  * `graphile_worker`, installed by its migrations with ours). Chosen over pg-boss because a job is added by a SQL
  * function (`graphile_worker.add_job`), so an event is written inside the change's own transaction, in the same
  * statement where we want, through our driver (postgres.js); jobs are taken with SKIP LOCKED by every instance at

@@ -3,7 +3,7 @@ import type { AllowList, Resolver } from "./address-guard.ts";
 import type { SecretBox } from "./secret-box.ts";
 
 /**
- * The retry schedule (issue 19): the first attempt at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h:
+ * The retry schedule: the first attempt at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h:
  * 8 attempts over 27 h 35 min. An endpoint whose attempts have all failed for a day is disabled.
  */
 export const RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];

@@ -25,7 +25,7 @@ export async function findRecordsNaming(db: Executor, lookups: { strategyIds: nu
     .where(or(...conditions));
 }
 
-/** The variant objects (issue 17 §3) among `paths` on one of `strategyIds` (their image's strategy), for each lookup. */
+/** The variant objects among `paths` on one of `strategyIds` (their image's strategy), for each lookup. */
 export async function findVariantsNaming(db: Executor, lookups: { strategyIds: number[]; paths: string[] }[]): Promise<{ strategyId: number; path: string }[]> {
   const conditions = lookups
     .filter((l) => l.strategyIds.length > 0 && l.paths.length > 0)

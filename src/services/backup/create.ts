@@ -11,7 +11,7 @@
  * ran. Objects are opened before they are read, so one deleted while it is being copied is still copied whole.
  * Uploads in flight at the snapshot are not in it (their records had not committed), nor are their objects.
  *
- * Variants (issue 17 §3) are derived data: neither their rows (DERIVED_TABLES) nor their objects are archived, so
+ * Variants are derived data: neither their rows (DERIVED_TABLES) nor their objects are archived, so
  * the archive is as small as the originals make it, and a restored server makes each variant again on its first
  * request (under the same cold budget and decode queue as ever).
  */

@@ -118,7 +118,7 @@ export const DEFAULT_ROOT_PREFIX = "uploads";
 export const S3_NOTE = "Objects of S3 strategies are not in this archive (their records are): back up the bucket with the provider's tools.";
 
 /**
- * Tables of derived data, made again on demand (issue 17 §3): variants. Their rows are not archived (the table's
+ * Tables of derived data, made again on demand: variants. Their rows are not archived (the table's
  * entry holds none) and their objects are not copied, so a restored server makes each variant again on its first
  * request. Rows without their objects would be worse than none: on S3 a variant's address redirects to its object
  * without asking the bucket first. A restore loads none of these tables' rows, whatever an archive holds.

@@ -34,10 +34,10 @@ interface Objects {
 }
 
 /**
- * What is stored of an accepted upload, and its thumbnail. First the group's metadata policy (issue 17 §1): lossless
+ * What is stored of an accepted upload, and its thumbnail. First the group's metadata policy: lossless
  * surgery, verified, after every check (decided on the upload as sent) and before anything is hashed or stored, so the
  * same input always gives the same stored bytes; in-process for a small file, otherwise in the decode process as
- * part of the job that decodes it (one decode), under its budget. A file it refuses is a 400. Then, when the group processes uploads (§2) and this one needs it,
+ * part of the job that decodes it (one decode), under its budget. A file it refuses is a 400. Then, when the group processes uploads and this one needs it,
  * one job decodes it (which proves it whole), processes it and makes the thumbnail of the result; should that job
  * fail or overrun its budget, the upload is judged and stored as it is, by the usual decode. Otherwise that one decode
  * proves the image whole and yields the thumbnail (a WebP re-encode by sharp, which writes no EXIF or XMP). Decoding
@@ -184,7 +184,7 @@ async function storeAndRecord(deps: Deps, input: UploadInput, subject: string, n
         uploaderIp: input.ip,
         createdAt: now,
       };
-      // the event commits with the record, in its one statement (issue 19): never sent for an upload that did not happen
+      // the event commits with the record, in its one statement: never sent for an upload that did not happen
       const event = eventStatement({
         type: "image.uploaded",
         ownerId: row.userId,

@@ -1,5 +1,5 @@
 /**
- * The audit log for administrators (issue 18), /user/admin/audit: every change made through the admin API (by
+ * The audit log for administrators, /user/admin/audit: every change made through the admin API (by
  * ADMIN_TOKEN, or by an administrator through these pages), newest first, PER_PAGE at a time; "Older" pages by the
  * last id shown (keyset paging, services/audit.ts listAudit), so a page costs the same however deep it is.
  */

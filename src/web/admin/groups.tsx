@@ -1,5 +1,5 @@
 /**
- * Groups (issue 18): the user groups with their key figures, and a form for every field of the admin API's GroupInput
+ * Groups: the user groups with their key figures, and a form for every field of the admin API's GroupInput
  * (flags, limits, formats, ordered strategies, metadata policy, processing on upload, content review). The page
  * reads through the repositories; saving is POST/PATCH /api/admin/groups through adminApi, so that the API's
  * validation and messages apply (shown next to the fields) and the audit log names the administrator.

@@ -1,5 +1,5 @@
 /**
- * Every image of the site for administrators (issue 18), /user/admin/images: filter by owner (a user by username or
+ * Every image of the site for administrators, /user/admin/images: filter by owner (a user by username or
  * id, or the guests), strategy, upload day, size and visibility; thumbnails with pages; delete one image or a
  * selection (at most SELECT_MAX), each through the admin API's DELETE /api/admin/images/{key} (api.ts), so each one is
  * audited and meets the API delete's guarantees. Without script, a delete asks on a page of its own first.

@@ -1,5 +1,5 @@
 /**
- * The admin pages (issue 18), under /user/admin, for accounts with the administrator role (requireAdminSession): one
+ * The admin pages, under /user/admin, for accounts with the administrator role (requireAdminSession): one
  * file per page. They read through the repositories and change nothing themselves: every change is a call of the
  * admin API in-process (api.ts), with its validation, its messages and its audit log.
  */

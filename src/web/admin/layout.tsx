@@ -1,4 +1,4 @@
-/** The admin pages' frame (issue 18): the user center's layout, the Admin section, and the admin pages' own menu. */
+/** The admin pages' frame: the user center's layout, the Admin section, and the admin pages' own menu. */
 import type { PropsWithChildren } from "hono/jsx";
 import { Layout } from "../layout.tsx";
 import { BASE, type SignedIn } from "../session.ts";

@@ -1,5 +1,5 @@
 /**
- * Storage maintenance for administrators (issue 18), /user/admin/maintenance: run the reconciler as a dry run
+ * Storage maintenance for administrators, /user/admin/maintenance: run the reconciler as a dry run
  * (POST /api/admin/storage/reconcile {dry_run: true} through the admin API, api.ts), read its report per storage
  * location, then apply it ({dry_run: false}) and read what was done. Both runs are the admin API's, audited as such.
  */

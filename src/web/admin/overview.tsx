@@ -1,5 +1,5 @@
 /**
- * The admin overview (issue 18): users, images and stored bytes in total and per strategy; uploads and bytes per day
+ * The admin overview: users, images and stored bytes in total and per strategy; uploads and bytes per day
  * for the last 30 days as a chart drawn here (inline SVG, no chart library in the browser); the readiness of every
  * storage; the database in use; the last sweeper and reconciler runs of this instance.
  */

@@ -1,5 +1,5 @@
 /**
- * Settings (issue 18): the site-wide switches (the API and user center, guest upload, registration) as one form,
+ * Settings: the site-wide switches (the API and user center, guest upload, registration) as one form,
  * saved with PATCH /api/admin/settings through adminApi. The admin pages stay open with the API switch off, so that
  * an administrator can always turn it back on.
  */

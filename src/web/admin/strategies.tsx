@@ -1,5 +1,5 @@
 /**
- * Strategies (issue 18): the storage strategies with their used space and quota, forms for local and S3 strategies,
+ * Strategies: the storage strategies with their used space and quota, forms for local and S3 strategies,
  * and a Test button per strategy that runs the readiness probe on its storage (POST /api/admin/strategies/{id}/test).
  * Every change goes through adminApi (the API's validation, messages and audit log). Secrets (the S3 access key id
  * and secret access key) are write-only: the page says whether they are set, never what they are; an empty field on

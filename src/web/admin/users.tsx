@@ -1,5 +1,5 @@
 /**
- * Admin pages for accounts (issue 18): search by name or email with pagination; create; edit group, capacity,
+ * Admin pages for accounts: search by name or email with pagination; create; edit group, capacity,
  * status, email, name and role; set a password or make a one-time link to set one; revoke the tokens and end the
  * sessions; delete (after saying what happens to the images). Every change goes through the admin API (api.ts).
  */

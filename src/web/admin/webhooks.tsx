@@ -1,5 +1,5 @@
 /**
- * The site-wide webhook endpoints (issue 19), /user/admin/webhooks, for administrators: the same pages as the user
+ * The site-wide webhook endpoints, /user/admin/webhooks, for administrators: the same pages as the user
  * center's (../webhooks.tsx), with every event (user.disabled too) and the admin frame.
  *
  * Like every admin page, it changes nothing itself: every read and every change is a call of the admin API
