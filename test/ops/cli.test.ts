@@ -3,6 +3,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, ut
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { main } from "../../src/cli/index.ts";
+import { ensureDatabaseId } from "../../src/db/repositories/database-identity.ts";
+import { MARKER, markerText } from "../../src/storage/marker.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
 
 // servers, databases and images on a busy 2-core machine take longer than bun's default 5 s (the preload's setting reaches only the first file)
@@ -250,10 +252,11 @@ describe("groups and strategies", () => {
   });
 
   test("group create with typed fields; strategy create/set/list", async () => {
-    const s = JSON.parse(
-      await ok("strategy", "create", "Archive", "--driver", "local", "--quota-kb", "1000", "--config", '{"root":"/tmp/cli-archive"}', "--json"),
-    );
-    expect(s).toMatchObject({ name: "Archive", driver: "local", quota_kb: 1000, enabled: true, config: { root: "/tmp/cli-archive" } });
+    // a root of this run's own: a storage names the database that used it first, and a shared path would carry
+    // another run's name into this run's reconciles
+    const root = join(ctx.dataDir, "archive");
+    const s = JSON.parse(await ok("strategy", "create", "Archive", "--driver", "local", "--quota-kb", "1000", "--config", JSON.stringify({ root }), "--json"));
+    expect(s).toMatchObject({ name: "Archive", driver: "local", quota_kb: 1000, enabled: true, config: { root } });
 
     const updated = JSON.parse(await ok("strategy", "set", String(s.id), "--quota-kb", "null", "--enabled", "false", "--json"));
     expect(updated).toMatchObject({ id: s.id, quota_kb: null, enabled: false });
@@ -423,11 +426,11 @@ describe("configuration", () => {
 
 describe("storage", () => {
   test("storage reconcile --dry-run reports an orphan and keeps it; storage reconcile removes it", async () => {
-    // a deployment's storage is marked as its database's by the reconcile the server runs at start
-    // (docs/decisions/storage-database-marker.md); the in-process app runs none, so the first reconcile is run here
-    const marked = JSON.parse(await ok("storage", "reconcile", "--json"));
-    expect(marked.locations[0]).toMatchObject({ orphans_found: 0 });
-    expect(existsSync(join(ctx.dataDir, "uploads", ".image-host-database"))).toBe(true);
+    // a deployment's storage is marked as its database's by the reconcile the server runs at its first start, on an
+    // empty storage (docs/decisions/storage-database-marker.md); the in-process app runs none, and the tests above left
+    // young objects that would keep an unmarked storage undecided: mark it as that first start did
+    mkdirSync(join(ctx.dataDir, "uploads"), { recursive: true });
+    writeFileSync(join(ctx.dataDir, "uploads", MARKER), markerText(await ensureDatabaseId(ctx.db)));
     const orphan = `2026/01/02/${crypto.randomUUID().replace(/-/g, "").slice(0, 20)}.png`;
     const file = join(ctx.dataDir, "uploads", orphan);
     mkdirSync(dirname(file), { recursive: true });
