@@ -110,7 +110,7 @@ async function controlsIn(p: Page, region: string, round: number): Promise<Contr
       const seen = new Map<string, number>();
       return els.map((el, i) => {
         const e = el as HTMLElement;
-        const text = (e.getAttribute("aria-label") || e.textContent || e.getAttribute("title") || e.getAttribute("name") || "").replace(/\s+/g, " ").trim();
+        const text = (e.getAttribute("aria-label") || e.innerText || e.getAttribute("title") || e.getAttribute("name") || "").replace(/\s+/g, " ").trim();
         const name = text.slice(0, 80) || `(${e.tagName.toLowerCase()}${e.classList.length ? "." : ""}${Array.from(e.classList).slice(0, 3).join(".")})`;
         const href = e.getAttribute("href");
         const base = `${e.tagName.toLowerCase()}|${name}|${href ?? ""}`;
