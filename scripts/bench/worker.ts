@@ -39,21 +39,18 @@ const openDb = (database: DbRef, dataDir: string) => openDatabase(envOf(database
 
 // ---------------------------------------------------------------- seeding (the embedded database with its server stopped)
 
-/** Image rows of listing accounts: one INSERT … SELECT generate_series each, then ANALYZE. */
+/** The statements of scripts/bench/sql/NAME.sql, each with its {{placeholders}} filled (numbers and names the bench chose). */
+async function runSql(db: Awaited<ReturnType<typeof openDb>>["db"], name: string, values: Record<string, string | number>) {
+  const text = readFileSync(join(import.meta.dir, "sql", `${name}.sql`), "utf8").replace(/\{\{(\w+)\}\}/g, (_, k: string) => String(values[k]));
+  for (const statement of text.replace(/^--.*$/gm, "").split(/;\s*$/m)) if (statement.trim()) await db.execute(sql.raw(statement));
+}
+
+/** Image rows of listing accounts (sql/seed-listing.sql), then ANALYZE. */
 async function seedListing(job: { database: DbRef; dataDir: string; accounts: { userId: number; tag: string; count: number }[] }) {
   const database = await openDb(job.database, job.dataDir);
   const t0 = performance.now();
   try {
-    for (const { userId, tag, count } of job.accounts) {
-      await database.db.execute(sql`
-        insert into images (key, user_id, strategy_id, path, thumbnail_path, name, origin_name, size, mimetype,
-                            extension, width, height, md5, sha1, is_public, uploader_ip, created_at)
-        select ${tag} || '-' || g, ${userId}, 1, '2024/01/01/' || ${tag} || '-' || g || '.png', null, ${tag} || '-' || g || '.png',
-               'shot.png', 2048, 'image/png', 'png', 300, 200, md5(g::text), md5(g::text) || '01234567', true, '127.0.0.1',
-               timestamptz '2024-01-01 00:00:00+00' - g * interval '1 second'
-        from generate_series(1, ${count}) as g`);
-      await database.db.execute(sql`update users set image_num = image_num + ${count}, used_bytes = used_bytes + ${count * 2048} where id = ${userId}`);
-    }
+    for (const account of job.accounts) await runSql(database.db, "seed-listing", account);
     await database.db.execute(sql`analyze images`);
     await database.db.execute(sql`checkpoint`).catch(() => {}); // superuser only; the embedded server's writes reach disk before it stops
   } finally {
@@ -62,105 +59,7 @@ async function seedListing(job: { database: DbRef; dataDir: string; accounts: { 
   return { ms: performance.now() - t0 };
 }
 
-const FIRST = [
-  "Aiko",
-  "Akira",
-  "Anna",
-  "Ben",
-  "Carlos",
-  "Chen",
-  "David",
-  "Elena",
-  "Fatima",
-  "Hiro",
-  "Ines",
-  "James",
-  "Julia",
-  "Kenji",
-  "Lena",
-  "Liam",
-  "Maria",
-  "Mei",
-  "Noah",
-  "Olga",
-  "Omar",
-  "Priya",
-  "Ravi",
-  "Sara",
-  "Sofia",
-  "Tom",
-  "Yuki",
-  "Zoe",
-];
-const LAST = [
-  "Tanaka",
-  "Suzuki",
-  "Sato",
-  "Smith",
-  "Garcia",
-  "Müller",
-  "Rossi",
-  "Kim",
-  "Nguyen",
-  "Silva",
-  "Novak",
-  "Cohen",
-  "Patel",
-  "Dubois",
-  "Jensen",
-  "Ivanova",
-];
-const WORDS = [
-  "beach",
-  "sunset",
-  "cat",
-  "dog",
-  "family",
-  "birthday",
-  "hiking",
-  "city",
-  "garden",
-  "concert",
-  "dinner",
-  "mountain",
-  "lake",
-  "snow",
-  "party",
-  "wedding",
-  "receipt",
-  "whiteboard",
-  "diagram",
-  "meme",
-];
-const ALBUM_NAMES = [
-  "Holidays",
-  "Family",
-  "Screenshots",
-  "Work",
-  "Receipts",
-  "Cats",
-  "Garden",
-  "Concerts",
-  "Hiking",
-  "Wedding",
-  "Japan 2024",
-  "Memes",
-  "Diagrams",
-  "City walks",
-  "Food",
-  "Snow",
-  "Lake house",
-  "Birthdays",
-  "Archive",
-  "Misc",
-];
-const textArray = (xs: string[]) => `{${xs.map((x) => `"${x}"`).join(",")}}`;
-
-/**
- * The user center at scale: `users` users (every 16th surname Tanaka), `albums` albums and `images` images of one
- * account — created_at over the last year in id order, sizes 30 KB – 9 MB skewed small, ~30 % private, ~75 % in an
- * album (the first ones fuller), names as cameras, phones and people name files, "zanzibar" in ~0.02 % — then VACUUM ANALYZE.
- */
+/** The user center at scale (sql/seed-pages.sql), VACUUM ANALYZE, and what the rows hold. */
 async function seedPages(job: {
   database: DbRef;
   dataDir: string;
@@ -174,51 +73,9 @@ async function seedPages(job: {
   const t0 = performance.now();
   const db = database.db;
   try {
-    await db.execute(sql`
-      insert into users (username, name, email, group_id, registered_ip, created_at)
-      select lower(f) || '.' || lower(l) || g, f || ' ' || l, lower(f) || '.' || g || '@' || (array['mail.example','corp.example','uni.example','home.example'])[1 + g % 4],
-             (select id from groups where is_default limit 1), '127.0.0.1', now() - (${job.users} - g) * interval '50 minutes'
-      from generate_series(1, ${job.users}) as g,
-           lateral (select (${textArray(FIRST)}::text[])[1 + (g * 7) % ${FIRST.length}] as f, (${textArray(LAST)}::text[])[1 + g % ${LAST.length}] as l) as n`);
-    const albumIds = rowsOf<{ id: number }>(
-      await db.execute(sql`
-        insert into albums (user_id, name, created_at)
-        select ${job.ownerId}, (${textArray(ALBUM_NAMES)}::text[])[g], now() - interval '365 days' + g * interval '10 days'
-        from generate_series(1, ${job.albums}) as g returning id`),
-    ).map((r) => Number(r.id));
-    await db.execute(sql`update users set album_num = ${albumIds.length} where id = ${job.ownerId}`);
-    await db.transaction(async (tx) => {
-      await tx.execute(sql`select setseed(0.18)`); // deterministic: the same rows every run
-      await tx.execute(sql`
-        insert into images (key, user_id, album_id, strategy_id, path, thumbnail_path, name, origin_name, size, mimetype,
-                            extension, width, height, md5, sha1, is_public, uploader_ip, created_at)
-        select k.key, ${job.ownerId}, a.album_id, 1,
-               to_char(t.at, 'YYYY/MM/DD') || '/' || k.key || '.' || n.ext, to_char(t.at, 'YYYY/MM/DD') || '/' || k.key || '.thumb.webp',
-               k.key || '.' || n.ext, n.origin, s.size, case n.ext when 'png' then 'image/png' else 'image/jpeg' end, n.ext,
-               d.w, d.h, md5(g::text), md5(g::text) || substr(md5((g + 1)::text), 1, 8), r.vis >= 0.3, '127.0.0.1', t.at
-        from generate_series(1, ${job.images}) as g,
-             lateral (select random() as kind, random() as vis, random() as alb, random() as sz, random() as dim, (random() * 1000)::int as num,
-                             (random() * ${WORDS.length - 1})::int as w1, (random() * ${WORDS.length - 1})::int as w2 where g > 0) as r,
-             lateral (select now() - interval '365 days' + (g::float8 / ${job.images}) * interval '365 days' + (r.num - 500) * interval '30 ms' as at) as t,
-             lateral (select 'b' || lpad(to_hex(g), 6, '0') || substr(md5('k' || g), 1, 6) as key) as k,
-             lateral (select case when r.alb < 0.25 then null
-                                  else (${`{${albumIds.join(",")}}`}::int[])[1 + floor(power((r.alb - 0.25) / 0.75, 1.6) * ${albumIds.length})::int] end as album_id) as a,
-             lateral (select (30000 + floor(power(r.sz, 2.5) * 9000000))::bigint as size) as s,
-             lateral (select (array[4032,3024,1920,1170,2560,1080,800])[1 + floor(r.dim * 7)::int] as w,
-                             (array[3024,4032,1080,2532,1440,1920,600])[1 + floor(r.dim * 7)::int] as h) as d,
-             lateral (select case
-               when r.kind < 0.0002 then 'Zanzibar trip ' || r.num || '.jpg'
-               when r.kind < 0.35 then 'IMG_' || to_char(t.at, 'YYYYMMDD_HH24MISS') || '.jpg'
-               when r.kind < 0.55 then 'Screenshot ' || to_char(t.at, 'YYYY-MM-DD') || ' at ' || to_char(t.at, 'HH24.MI.SS') || '.png'
-               when r.kind < 0.65 then 'PXL_' || to_char(t.at, 'YYYYMMDD_HH24MISSMS') || '.jpg'
-               when r.kind < 0.82 then (${textArray(WORDS)}::text[])[1 + r.w1] || '-' || (${textArray(WORDS)}::text[])[1 + r.w2] || '-' || lpad(r.num::text, 3, '0') || '.jpg'
-               when r.kind < 0.92 then 'photo_' || r.num || '.jpeg'
-               else 'image (' || r.num || ').png' end as origin) as n0,
-             lateral (select n0.origin, case when n0.origin like '%.png' then 'png' else 'jpg' end as ext) as n`);
-    });
-    await db.execute(sql`
-      update users set image_num = s.n, used_bytes = s.bytes
-      from (select count(*)::int as n, coalesce(sum(size), 0)::bigint as bytes from images where user_id = ${job.ownerId}) as s where id = ${job.ownerId}`);
+    await db.transaction((tx) =>
+      runSql(tx as unknown as typeof db, "seed-pages", { owner: job.ownerId, users: job.users, images: job.images, albums: job.albums }),
+    );
     for (const table of ["images", "users", "albums"]) await db.execute(sql.raw(`vacuum analyze ${table}`));
     await db.execute(sql`checkpoint`).catch(() => {});
     const albums = rowsOf<{ id: number; images: number }>(
@@ -226,23 +83,16 @@ async function seedPages(job: {
         sql`select a.id, (select count(*)::int from images i where i.album_id = a.id) as images from albums a where a.user_id = ${job.ownerId} order by a.id`,
       ),
     ).map((a) => ({ id: Number(a.id), images: Number(a.images) }));
-    const like = (w: string) => `%${w}%`;
+    const [common, rare, user] = [job.words.common, job.words.rare, job.words.user].map((w) => `%${w}%`);
     const [f] = rowsOf<Record<string, number>>(
       await db.execute(sql`
         select count(*) filter (where album_id is null)::int as none, count(*) filter (where not is_public)::int as private,
-               count(*) filter (where origin_name ilike ${like(job.words.common!)})::int as common, count(*) filter (where origin_name ilike ${like(job.words.rare!)})::int as rare,
+               count(*) filter (where origin_name ilike ${common})::int as common, count(*) filter (where origin_name ilike ${rare})::int as rare,
                (select count(*)::int from users) as users,
-               (select count(*)::int from users where username ilike ${like(job.words.user!)} or name ilike ${like(job.words.user!)} or email ilike ${like(job.words.user!)}) as matching
+               (select count(*)::int from users where username ilike ${user} or name ilike ${user} or email ilike ${user}) as matching
         from images where user_id = ${job.ownerId}`),
     );
-    return {
-      ms: performance.now() - t0,
-      albums,
-      ...(Object.fromEntries(Object.entries(f!).map(([k, v]) => [k, Number(v)])) as Record<
-        "none" | "private" | "common" | "rare" | "users" | "matching",
-        number
-      >),
-    };
+    return { ms: performance.now() - t0, albums, ...Object.fromEntries(Object.entries(f!).map(([k, v]) => [k, Number(v)])) };
   } finally {
     await database.close();
   }

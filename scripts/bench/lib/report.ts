@@ -13,7 +13,7 @@ export type Section = (typeof SECTIONS)[number];
 
 /** The template with every {{name}} replaced; a placeholder without a value is an error, not an empty hole. */
 export function render(template: string, values: Record<string, string | number>): string {
-  return readFileSync(join(TEMPLATES, `${template}.md`), "utf8").replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+  return readFileSync(join(TEMPLATES, template.includes(".") ? template : `${template}.md`), "utf8").replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
     if (!(name in values)) throw new Error(`templates/${template}.md: no value for {{${name}}}`);
     return String(values[name]);
   });

@@ -1,45 +1,6 @@
 /** The load generator: wrk in its own process, reporting through a Lua `done` hook as one JSON line. */
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { run } from "./run.ts";
-
-const REPORT = `
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    'WRKJSON {"requests":%d,"duration_us":%d,"bytes":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50":%d,"p90":%d,"p99":%d,"max":%d}\\n',
-    summary.requests, summary.duration, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
-end
-`;
-
-/**
- * Uploads: args are the body file, its Content-Type and the bearer tokens. The requests are formatted once per
- * thread; each thread takes them in turn (round robin over the accounts), starting at its own offset.
- */
-const UPLOAD = `
-local requests = {}
-local n = 0
-local counter = 0
-setup = function(thread)
-  counter = counter + 1
-  thread:set("offset", counter)
-end
-init = function(args)
-  local f = assert(io.open(args[1], "rb"))
-  local body = f:read("*a")
-  f:close()
-  for i = 3, #args do
-    requests[#requests + 1] = wrk.format("POST", wrk.path, { ["Authorization"] = "Bearer " .. args[i], ["Content-Type"] = args[2] }, body)
-  end
-  n = (offset or 0) % #requests
-end
-request = function()
-  n = n % #requests + 1
-  return requests[n]
-end
-${REPORT}
-`;
 
 export interface WrkResult {
   requests: number;
@@ -56,18 +17,11 @@ export interface WrkResult {
   maxMs: number;
 }
 
+const REPORT = join(import.meta.dir, "report.lua");
+const UPLOAD = join(import.meta.dir, "upload.lua"); // its own `done` hook included
+
 export class Wrk {
-  private readonly reportScript: string;
-  private readonly uploadScript: string;
-  constructor(
-    private readonly bin: string,
-    dir: string,
-  ) {
-    this.reportScript = join(dir, "report.lua");
-    this.uploadScript = join(dir, "upload.lua");
-    writeFileSync(this.reportScript, REPORT);
-    writeFileSync(this.uploadScript, UPLOAD);
-  }
+  constructor(private readonly bin: string) {}
 
   /** Two threads (one when there is one connection): the machine's other core, whatever the target. */
   async run(opts: {
@@ -80,7 +34,7 @@ export class Wrk {
     const threads = Math.min(2, opts.connections);
     const cmd = [this.bin, "-t", String(threads), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--timeout", "10s"];
     for (const [k, v] of Object.entries(opts.headers ?? {})) cmd.push("-H", `${k}: ${v}`);
-    cmd.push("-s", opts.upload ? this.uploadScript : this.reportScript, opts.url);
+    cmd.push("-s", opts.upload ? UPLOAD : REPORT, opts.url);
     if (opts.upload) cmd.push("--", opts.upload.bodyFile, opts.upload.contentType, ...opts.upload.tokens);
     const r = await run(cmd, { timeoutMs: (opts.seconds + 30) * 1000 });
     const line = r.stdout.split("\n").find((l) => l.startsWith("WRKJSON "));

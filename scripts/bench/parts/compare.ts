@@ -37,7 +37,7 @@ export async function runCompare(o: PartOptions): Promise<string> {
   const dir = tempDir("compare");
   const images = await benchImages(dir);
   const ref = o.baseline ?? "HEAD";
-  const commit = await worktreeOf(ref, dir);
+  await worktreeOf(ref, dir);
   const sides: { side: string; server: Awaited<ReturnType<typeof startAppServer>>; tokens: string[]; served: string }[] = [];
   for (const [side, root] of [
     ["baseline", join(dir, "baseline")],
@@ -47,7 +47,7 @@ export async function runCompare(o: PartOptions): Promise<string> {
     const tokens = (await Promise.all([0, 1, 2, 3].map((i) => createAccount(server, `compare${i}`)))).map((a) => a.token);
     sides.push({ side, server, tokens, served: (await uploadOnce(server, tokens[0]!, images.served)).path });
   }
-  const wrk = new Wrk(tools.wrk, dir);
+  const wrk = new Wrk(tools.wrk);
   const cells: { label: string; c: number; upload?: BenchImage }[] = [
     { label: `serve ${images.served.label}, c=16`, c: 16 },
     { label: `upload ${images.png.label}, c=4`, c: 4, upload: images.png },
@@ -91,7 +91,7 @@ export async function runCompare(o: PartOptions): Promise<string> {
   for (const s of sides) await s.server.stop();
   return render("compare", {
     facts: facts.facts([
-      ["baseline", `\`${ref}\` (${commit.slice(0, 10)})`],
+      ["baseline", ref === "HEAD" ? "`HEAD`: the commit above, without the uncommitted changes" : `\`${ref}\``],
       [
         "rounds",
         `${cfg.rounds} interleaved of ${cfg.seconds} s per cell, medians; load average at the end ${os

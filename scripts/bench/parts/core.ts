@@ -151,7 +151,7 @@ export async function runCore(o: PartOptions): Promise<string> {
 
   const sampler = new MemorySampler(50, 5);
   for (const t of tops) sampler.watch(t.server.pid);
-  const wrk = new Wrk(tools.wrk, dir);
+  const wrk = new Wrk(tools.wrk);
   const fromWrk = (r: WrkResult, cell: Cell, who: string, problem: (bytes: number) => string | null = () => null) => {
     if (r.errors > 0) cell.notes.push(`${who}: ${r.errors} failed (${r.statusErrors} answers ≥ 400) of ${r.requests}`);
     const p = problem(r.bytesPerRequest);

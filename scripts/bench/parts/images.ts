@@ -91,7 +91,7 @@ export async function runImages(o: PartOptions): Promise<string> {
 
   // ---- 1. cached variant vs its original
   o.log("images 1: cached variant vs original (wrk)…");
-  const wrk = new Wrk(tools.wrk, dir);
+  const wrk = new Wrk(tools.wrk);
   const origUrl = `${server.base}/i/${served.pathname}`;
   const varUrl = `${origUrl}?w=640&format=webp`;
   await get(varUrl, fresh());

@@ -133,7 +133,7 @@ export async function runPages(o: PartOptions): Promise<string> {
     }
   }
 
-  const wrk = new Wrk(tools.wrk, dir);
+  const wrk = new Wrk(tools.wrk);
   const measure = (t: (typeof tops)[number], cell: (typeof cells)[number], seconds: number) =>
     wrk.run({ url: `${t.server.base}${pathOf(t, cell.path)}`, connections: CONNECTIONS, seconds, headers: { Cookie: `ih_session=${t.cookies[cell.who]}` } });
   if (cfg.warm) for (const cell of cells) for (const t of tops) await measure(t, cell, cfg.warm);
