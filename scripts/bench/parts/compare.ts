@@ -1,9 +1,10 @@
 /**
  * The upload and serving cells against another commit, side by side in one run (only ratios measured together mean
- * anything on a shared machine). The baseline runs from a temporary `git worktree` of REF (HEAD by default) sharing
- * this checkout's node_modules; both servers on PostgreSQL, as `bun run server` starts them, rounds interleaved.
+ * anything on a shared machine). The baseline runs from a temporary `git worktree` of REF (HEAD by default), with this
+ * checkout's node_modules when REF's lockfile is the same and its own `bun install` (from Bun's cache) otherwise; both
+ * servers on PostgreSQL, as `bun run server` starts them, rounds interleaved.
  */
-import { existsSync, rmSync, symlinkSync } from "node:fs";
+import { readFileSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import { join } from "node:path";
 import { treeCpu } from "../../../test/support/proc.ts";
@@ -26,7 +27,12 @@ async function worktreeOf(ref: string, dir: string): Promise<string> {
     await run(["git", "-C", ROOT, "worktree", "remove", "--force", tree]);
     rmSync(tree, { recursive: true, force: true });
   });
-  if (!existsSync(join(tree, "node_modules"))) symlinkSync(join(ROOT, "node_modules"), join(tree, "node_modules"));
+  if (readFileSync(join(tree, "bun.lock"), "utf8") === readFileSync(join(ROOT, "bun.lock"), "utf8")) {
+    symlinkSync(join(ROOT, "node_modules"), join(tree, "node_modules"));
+  } else {
+    const install = await run(["bun", "install", "--frozen-lockfile", "--cwd", tree], { timeoutMs: 300_000 });
+    if (install.code !== 0) throw new Error(`bun install in the baseline's worktree failed: ${install.stderr.slice(-1000)}`);
+  }
   return rev.stdout.trim();
 }
 
