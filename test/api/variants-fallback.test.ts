@@ -84,7 +84,8 @@ async function expectFallback(res: Response, type: string, width: number, what: 
 
 describe("a variant over the decode budget", () => {
   test("the tiny pool really kills a variant over its budget", async () => {
-    const up = await upload(1000, 750, "probe.jpg");
+    // large enough that no variant of it is made before the pool's first check (a 1000×750 one sometimes was)
+    const up = await upload(2400, 1800, "probe.jpg");
     const file = `${ctx.dataDir}/uploads/${up.pathname}`;
     for (const format of ["webp", "avif", "jpeg"] as const) {
       const e = await tiny.variant({ file }, { width: 160, format, quality: 50, maxPixels: 100_000_000, animated: false }).catch((x) => x);
