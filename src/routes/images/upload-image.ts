@@ -1,26 +1,22 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
-import type { Caller } from "../../services/caller.ts";
-import { addressBucket, authenticate, authenticateHeader, clientIp, guardedAuth } from "../../http/auth.ts";
+import type { MiddlewareHandler } from "hono";
+import { authenticate, authenticateHeader, clientIp } from "../../http/auth.ts";
 import { respond } from "../../http/envelope.ts";
 import { toImageResource } from "../../http/image-resource.ts";
-import { BodyTooLarge, boundaryOf, readStagedMultipart } from "../../http/multipart.ts";
+import { boundaryOf, readStagedMultipart } from "../../http/multipart.ts";
+import { DEFAULT_READ_TIMEOUT_SECONDS, PRELUDE_LIMIT, receiveUploadBody, uploadAccess } from "../../http/receive-upload.ts";
 import { errorResponses, okResponse } from "../../http/responses.ts";
 import { envelope, Image } from "../../http/schemas.ts";
 import { parseDateTime } from "../../http/time.ts";
 import type { AppEnv } from "../../http/types.ts";
 import { intField, validate } from "../../http/validation.ts";
-import { AppError, badRequest, validationError } from "../../errors.ts";
-import { subjectOf, takeUploadSlot, uploadImage } from "../../services/upload/index.ts";
-import { refusalReason, tagRefusal } from "../../observability/metrics.ts";
+import { AppError, validationError } from "../../errors.ts";
+import { uploadImage } from "../../services/upload/index.ts";
+import { refusalReason } from "../../observability/metrics.ts";
 import { servicesOf } from "../../services/index.ts";
 
-const uploadAccess = { temporary: true, guest: true };
 /** Multipart headers and the small fields around the file. */
 const MULTIPART_OVERHEAD = 64 * 1024;
-/** What a sender not yet known may send before its file part: the small fields (`token`, `strategy_id`, …). */
-const PRELUDE_LIMIT = 64 * 1024;
-const DEFAULT_READ_TIMEOUT_SECONDS = 60;
 
 export const UploadRequest = z
   .object({
@@ -119,58 +115,6 @@ const uploadImageRoute = createRoute({
   },
 });
 
-/**
- * Cost before trust: a sender known from its header takes its group's concurrency slot and one of its body slots
- * before a byte of the body is read, and may send its own group's limit; otherwise only the small fields before
- * the file part are read, the `token` field (or guest upload) decides who it is, and it takes the same slots
- * before its file is read — never more than that caller's group allows. Bodies are bounded per address, per
- * caller and in total, and in time. Returns the concurrency slot's release: the caller holds it until its answer.
- */
-async function receiveBody(c: Context<AppEnv>, boundary: string) {
-  const deps = c.get("deps");
-  const gate = c.get("uploadBodies");
-  const ip = clientIp(c);
-  let caller: Caller | undefined = c.get("caller");
-  let limitKb = 0;
-  const leave: (() => void)[] = [];
-  let releaseSlot: (() => Promise<void>) | null = null;
-  // the group's slot first: a caller at its group's limit is told so (400), whatever its share of the total
-  const claim = async (known: Caller, counted: boolean) => {
-    releaseSlot = await takeUploadSlot(deps, known, ip);
-    leave.push(counted ? gate.enterCaller(subjectOf(known, ip)) : gate.holdCaller(subjectOf(known, ip)));
-  };
-  try {
-    if (caller) {
-      await claim(caller, true);
-    } else {
-      leave.push(gate.enterStranger(addressBucket(ip)));
-    }
-    const body = await readStagedMultipart(c.req.raw, {
-      boundary,
-      preludeLimit: PRELUDE_LIMIT,
-      deadlineSeconds: deps.config.uploadReadTimeoutSeconds ?? DEFAULT_READ_TIMEOUT_SECONDS,
-      async limitFor(fields) {
-        if (!caller) {
-          const token = fields.get("token")?.trim() || null;
-          caller = await guardedAuth(c, token !== null, () => authenticate(deps, token, uploadAccess)).catch((e) => {
-            throw token === null ? withTokenFieldHint(e) : e;
-          });
-          await claim(caller, false);
-        }
-        limitKb = caller.group.maxFileSizeKb;
-        return limitKb * 1024 + MULTIPART_OVERHEAD;
-      },
-    });
-    return { caller: caller!, body, releaseSlot: releaseSlot ?? (async () => {}) };
-  } catch (e) {
-    await (releaseSlot as (() => Promise<void>) | null)?.();
-    if (e instanceof BodyTooLarge) throw tagRefusal(badRequest(`The file is larger than the limit of ${limitKb} KB.`), "too_large");
-    throw e;
-  } finally {
-    for (const l of leave) l();
-  }
-}
-
 export function register(app: OpenAPIHono<AppEnv>) {
   app.openAPIRegistry.register("UploadRequest", UploadRequest);
   app.openapi(uploadImageRoute, async (c) => {
@@ -180,7 +124,18 @@ export function register(app: OpenAPIHono<AppEnv>) {
       if (!c.get("caller")) await authenticate(deps, null, uploadAccess).catch((e) => Promise.reject(withTokenFieldHint(e)));
       throw validationError({ file: ["The file field is required: send multipart/form-data."] });
     }
-    const { caller, body, releaseSlot } = await receiveBody(c, boundary);
+    const { caller, body, releaseSlot } = await receiveUploadBody(c, {
+      read: (limitFor) =>
+        readStagedMultipart(c.req.raw, {
+          boundary,
+          preludeLimit: PRELUDE_LIMIT,
+          deadlineSeconds: deps.config.uploadReadTimeoutSeconds ?? DEFAULT_READ_TIMEOUT_SECONDS,
+          limitFor,
+        }),
+      credential: (fields) => fields.get("token")?.trim() || null,
+      allowance: (limitKb) => limitKb * 1024 + MULTIPART_OVERHEAD,
+      noCredential: withTokenFieldHint,
+    });
     c.set("caller", caller); // a body `token` or a guest: the access log names who sent it
     c.set("bytesIn", body.bytesRead ?? 0);
     try {
