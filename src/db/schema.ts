@@ -25,6 +25,15 @@ export const settings = pgTable("settings", {
   guestUploadEnabled: boolean("guest_upload_enabled").notNull().default(false),
   // visitors may create their own account on the user center's sign-up page
   registrationEnabled: boolean("registration_enabled").notNull().default(false),
+  // the site's identity in the pages (docs/decisions/pages-design-system.md): "" = the default name and mark
+  siteName: text("site_name").notNull().default(""),
+  // a `data:` URL of a small raster image (PNG, WebP, GIF, JPEG, ICO), checked by the admin API; null = the default
+  siteLogo: text("site_logo"),
+  siteFavicon: text("site_favicon"),
+  // `#rrggbb`, "" = the default accent
+  accentColor: text("accent_color").notNull().default(""),
+  // the pages' language when neither the account nor the browser chooses one
+  defaultLocale: text("default_locale").notNull().default("en"),
 });
 
 type ReviewProvider = "none" | "webhook";
@@ -33,6 +42,11 @@ type UserRole = "user" | "admin";
 export type ConvertFormat = "webp" | "avif" | "jpeg";
 /** What of an upload's metadata is stored (see src/images/metadata/policy.ts). */
 export type MetadataPolicy = "keep" | "strip_location" | "strip_all";
+/** What a metadata policy removed from an upload: the policy that removed it, and the blocks by name (GPS, XMP…). */
+export interface MetadataRemoved {
+  policy?: MetadataPolicy;
+  removed: string[];
+}
 
 export const groups = pgTable(
   "groups",
@@ -133,6 +147,8 @@ export const users = pgTable(
     passwordHash: text("password_hash"),
     // an administrator may use the admin pages of the site (ADMIN_TOKEN stays what automation uses)
     role: text("role").$type<UserRole>().notNull().default("user"),
+    // the pages' language this account chose; null = the browser's, then the site's
+    locale: text("locale"),
     createdAt: createdAt(),
   },
   (t) => [
@@ -238,6 +254,8 @@ export const images = pgTable(
     isPublic: boolean("is_public").notNull().default(true),
     expiredAt: timestamp("expired_at", { withTimezone: true, mode: "date" }),
     uploaderIp: text("uploader_ip").notNull().default(""),
+    // what the group's metadata policy removed at upload: `{ removed: [] }` = nothing; null = not recorded (older uploads)
+    metadataRemoved: jsonb("metadata_removed").$type<MetadataRemoved>().default(sql`'{"removed":[]}'::jsonb`),
     createdAt: createdAt(),
   },
   (t) => [

@@ -201,6 +201,10 @@ describe("uploads under each policy: what the original and the thumbnail serve",
       expect(await profileSize(user)).toBe(kb(original.byteLength));
       const [row] = await ctx.db.select().from(images).where(eq(images.key, d.key));
       expect(row!.size).toBe(original.byteLength);
+      // the record says what went, for the image's page
+      expect(row!.metadataRemoved!.policy).toBe("strip_location");
+      expect(row!.metadataRemoved!.removed.length).toBeGreaterThan(0);
+      expect(row!.metadataRemoved!.removed.join(" ")).toMatch(/GPS|XMP|location/i);
       const [account] = await ctx.db.select().from(users).where(eq(users.id, user.id));
       expect(account!.usedBytes).toBe(original.byteLength);
       // the thumbnail: a separate object, with no location either
@@ -236,6 +240,8 @@ describe("uploads under each policy: what the original and the thumbnail serve",
       expect(m.gps!.longitude).toBeCloseTo(2.2945, 3);
       for (const word of ["photoshop:City", "Paris", "Iptc4xmpCore:Location", "exif:GPSLatitude"]) expect(m.xmp).toContain(word);
       expect(d.md5).toBe(md5(fixtures[format]));
+      const [row] = await ctx.db.select().from(images).where(eq(images.key, d.key));
+      expect(row!.metadataRemoved).toEqual({ removed: [] });
     });
   }
 

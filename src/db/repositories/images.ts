@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, ilike, inArray, isNull, lte, notInArray, or, type Placeholder, type SQL, sql } from "drizzle-orm";
 import { prepared } from "./prepared.ts";
 import type { Executor, Tx } from "../client.ts";
-import { albums, images, strategies, users } from "../schema.ts";
+import { albums, images, type MetadataRemoved, strategies, users } from "../schema.ts";
 
 export type ImageRow = typeof images.$inferSelect;
 type NewImage = typeof images.$inferInsert;
@@ -274,5 +274,11 @@ export async function recordAcceptedUpload(
     isPublic: image.isPublic ?? true,
     expiredAt: image.expiredAt ?? null,
     uploaderIp: image.uploaderIp ?? "",
+    metadataRemoved: image.metadataRemoved ?? { removed: [] },
   };
+}
+
+/** What the metadata policy removed from a recorded upload (the record function leaves the column's default: nothing). */
+export async function recordMetadataRemoved(db: Executor, id: number, value: MetadataRemoved): Promise<void> {
+  await db.update(images).set({ metadataRemoved: value }).where(eq(images.id, id));
 }

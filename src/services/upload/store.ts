@@ -2,7 +2,8 @@
 import type { Deps } from "../../deps.ts";
 import { eventStatement, imageEventData } from "../../webhooks/events.ts";
 import type { Group } from "../../db/repositories/groups.ts";
-import { type ImageRow, RecordRefused, recordAcceptedUpload } from "../../db/repositories/images.ts";
+import type { MetadataRemoved } from "../../db/schema.ts";
+import { type ImageRow, RecordRefused, recordAcceptedUpload, recordMetadataRemoved } from "../../db/repositories/images.ts";
 import type { Strategy } from "../../db/repositories/strategies.ts";
 import { AppError, badRequest } from "../../errors.ts";
 import type { Extension } from "../../images/formats.ts";
@@ -31,6 +32,8 @@ interface Objects {
   thumbnail: { path: string; bytes: Uint8Array } | null;
   md5: string;
   sha1: string;
+  /** What the group's metadata policy removed (the image page says it). */
+  metadataRemoved: MetadataRemoved;
 }
 
 /**
@@ -49,7 +52,9 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
   // with the decode, under its budget (docs/decisions/metadata-surgery-placement.md); a refusal is a 400
   let policy = group.metadata;
   let upload: Upload = sent;
-  const withStripped = (bytes: Uint8Array | null | undefined) => {
+  const metadataRemoved: MetadataRemoved = { removed: [] };
+  const withStripped = (bytes: Uint8Array | null | undefined, removed: string[]) => {
+    if (removed.length > 0) Object.assign(metadataRemoved, { policy, removed });
     policy = "keep"; // applied
     if (bytes) upload = { ...upload, bytes, size: bytes.byteLength };
   };
@@ -61,7 +66,7 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
         return refuseMetadata(e);
       }
     })();
-    withStripped(stripped.changed ? stripped.bytes : null);
+    withStripped(stripped.changed ? stripped.bytes : null, stripped.removed);
   }
   let size = { width: inspection.width, height: inspection.height };
   let thumbnail: Uint8Array | null | undefined;
@@ -75,7 +80,7 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
         log.warn({ err: e.message, steps: plan.steps, format: plan.format }, "upload: processing failed; the upload is stored as it is");
         return null;
       });
-    if (processed?.metadata) withStripped(processed.metadata.bytes);
+    if (processed?.metadata) withStripped(processed.metadata.bytes, processed.metadata.removed);
     if (processed && !(plan.onlyIfSmaller && processed.bytes.byteLength >= upload.size)) {
       upload = {
         ...upload,
@@ -99,7 +104,7 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
       thumbnail = await decodeAndThumbnail(upload.bytes, inspection, upload.mimetype, group.maxPixels).catch(refuse);
     } else {
       const prepared = await imageWork.run(subject, () => decoders.prepare(upload.bytes, job).catch(refuse));
-      if (prepared.metadata) withStripped(prepared.metadata.bytes);
+      if (prepared.metadata) withStripped(prepared.metadata.bytes, prepared.metadata.removed);
       thumbnail = prepared.thumbnail;
     }
   }
@@ -114,6 +119,7 @@ export async function prepareObjects(sent: Upload, inspection: Inspection, group
     thumbnail: thumbnail ? { path: `thumbnails/${date}/${stem}.webp`, bytes: thumbnail } : null,
     md5: new Bun.CryptoHasher("md5").update(upload.bytes).digest("hex"),
     sha1: new Bun.CryptoHasher("sha1").update(upload.bytes).digest("hex"),
+    metadataRemoved,
   };
 }
 
@@ -182,6 +188,7 @@ async function storeAndRecord(deps: Deps, input: UploadInput, subject: string, n
         isPublic: input.isPublic,
         expiredAt: input.expiredAt ?? null,
         uploaderIp: input.ip,
+        metadataRemoved: objects.metadataRemoved,
         createdAt: now,
       };
       // the event commits with the record, in its one statement: never sent for an upload that did not happen
@@ -192,13 +199,20 @@ async function storeAndRecord(deps: Deps, input: UploadInput, subject: string, n
         at: now,
         data: imageEventData({ ...row, id: 0 }, strategy, deps.storage, deps.config.baseUrl),
       });
-      return await recordAcceptedUpload(
+      const recorded = await recordAcceptedUpload(
         deps.db,
         row,
         { subject, defaultCapacityKb: caller.group.defaultCapacityKb, limits: frequencyLimitsOf(caller.group) },
         lease.ids,
         event,
       );
+      // only an upload the policy changed pays this statement; its failure leaves "nothing removed" on the record
+      if (row.metadataRemoved.removed.length > 0) {
+        await recordMetadataRemoved(deps.db, recorded.id, row.metadataRemoved).catch((e: Error) =>
+          logFor(deps).warn({ err: e.message, key: row.key }, "upload: what the metadata policy removed was not recorded"),
+        );
+      }
+      return recorded;
     } catch (e) {
       await lease.giveUp();
       if (!(e instanceof RecordRefused)) throw e;
