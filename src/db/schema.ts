@@ -466,3 +466,27 @@ export const jobWorkers = pgTable("job_workers", {
   instance: text("instance").notNull(),
   seenAt: timestamp("seen_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
 });
+
+/** What an importer brings in (services/import/). */
+export type ImportKind = "strategy" | "group" | "user" | "album" | "image" | "token";
+
+/**
+ * Records imported from another host: the source's id and ours, written in the transaction that creates our record
+ * (db/repositories/imports.ts). A second import skips what is here, an interrupted one continues after it, and a
+ * Lsky Pro client's `ID|PLAINTEXT` token is found by the id it holds. Rows stay when our record is deleted later:
+ * an import run again does not bring back what an administrator removed.
+ */
+export const importedRecords = pgTable(
+  "imported_records",
+  {
+    source: text("source").notNull(),
+    kind: text("kind").$type<ImportKind>().notNull(),
+    sourceId: bigint("source_id", { mode: "number" }).notNull(),
+    targetId: bigint("target_id", { mode: "number" }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.source, t.kind, t.sourceId] }),
+    check("imported_records_kind_check", sql`${t.kind} in ('strategy', 'group', 'user', 'album', 'image', 'token')`),
+  ],
+);
