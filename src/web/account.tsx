@@ -24,7 +24,7 @@ import { INT4_MAX } from "../http/validation.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from "../services/passwords.ts";
 import { changeOwnPassword, describeUserAgent, endSession, endSessionOfUser, endSessionsOfUser, liveSessionsOf } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
+import { Field, FieldError, FormToken, Layout, Notice } from "./components/index.ts";
 import { BASE, clearSessionCookie, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 import { servicesOf } from "../services/index.ts";
 

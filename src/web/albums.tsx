@@ -9,7 +9,7 @@ import { ALBUMS_PER_ACCOUNT, type AlbumWithCount, createOwnAlbum, deleteOwnAlbum
 import { notFound } from "../errors.ts";
 import { formatUtc } from "../http/time.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, FormToken, Layout, Notice } from "./layout.tsx";
+import { Field, FieldError, FormToken, Layout, Notice } from "./components/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const MAX_ALBUM_NAME = 100;

@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { getUser } from "../db/repositories/users.ts";
 import { toProfile } from "../http/profile-resource.ts";
-import { humanBytes, Layout, Notice } from "./layout.tsx";
+import { formatBytes, Layout, Notice } from "./components/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** The avatar the account set, or its initial: the default Gravatar address would tell a third party who visits, and fails on a closed network. */
@@ -41,7 +41,7 @@ export function register(web: Hono<WebEnv>) {
         <section class="card" aria-labelledby="storage-title">
           <h2 id="storage-title">Storage</h2>
           <p>
-            <strong data-testid="used">{humanBytes(usedBytes)}</strong> used of <strong data-testid="capacity">{humanBytes(capacityBytes)}</strong> (
+            <strong data-testid="used">{formatBytes(usedBytes)}</strong> used of <strong data-testid="capacity">{formatBytes(capacityBytes)}</strong> (
             {percent < 1 && usedBytes > 0 ? "<1" : Math.round(percent)}%)
           </p>
           <meter
@@ -54,7 +54,7 @@ export function register(web: Hono<WebEnv>) {
             optimum={0}
             value={Math.min(usedBytes, Math.max(capacityBytes, 1))}
           >
-            {`${humanBytes(usedBytes)} of ${humanBytes(capacityBytes)}`}
+            {`${formatBytes(usedBytes)} of ${formatBytes(capacityBytes)}`}
           </meter>
           <dl class="stats">
             <div>

@@ -9,16 +9,9 @@ import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
 import { findImageDetailsForOwner } from "../db/repositories/images.ts";
 import { notFound } from "../errors.ts";
 import { toImageResource } from "../http/image-resource.ts";
-import { formatUtc } from "../http/time.ts";
 import { responsiveSnippet } from "../http/responsive-snippet.ts";
-import { CopyButton, FormToken, humanBytes, Layout, Notice } from "./layout.tsx";
+import { SELECT_PREFIX, UtcTime, CopyButton, FormToken, formatBytes, Layout, Notice } from "./components/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
-
-/** An instant as `<time datetime="ISO">YYYY-MM-DD HH:MM UTC</time>`, as the Account page writes it (app.js shows the viewer's zone). */
-export const UtcTime = ({ date }: { date: Date }) => <time datetime={date.toISOString()}>{formatUtc(date)}</time>;
-
-/** The selection checkboxes of the Images page are named `image_<key>` (a form field holds one value per name). */
-export const SELECT_PREFIX = "image_";
 
 /** The album select's options: no album, then the account's albums. */
 export const AlbumOptions = ({ albums, selected }: { albums: { id: number; name: string }[]; selected?: number | null }) => (
@@ -92,7 +85,7 @@ export function registerImagePage(web: Hono<WebEnv>) {
               </dd>
               <dt>Size</dt>
               <dd>
-                {humanBytes(image.size)} ({image.size.toLocaleString("en")} bytes)
+                {formatBytes(image.size)} ({image.size.toLocaleString("en")} bytes)
               </dd>
               <dt>Type</dt>
               <dd>{image.mimetype}</dd>
@@ -106,10 +99,10 @@ export function registerImagePage(web: Hono<WebEnv>) {
               </dd>
               <dt>Uploaded</dt>
               <dd>
-                <UtcTime date={image.createdAt} />
+                <UtcTime at={image.createdAt} />
               </dd>
               <dt>Expires</dt>
-              <dd>{image.expiredAt ? <UtcTime date={image.expiredAt} /> : "Never"}</dd>
+              <dd>{image.expiredAt ? <UtcTime at={image.expiredAt} /> : "Never"}</dd>
               <dt>Visibility</dt>
               <dd data-testid="visibility">{image.isPublic ? "Public" : "Private"}</dd>
               <dt>Album</dt>

@@ -23,9 +23,10 @@ import { RESPONSIVE_COLUMN, variantPath } from "../http/responsive-snippet.ts";
 import { LADDER } from "../services/variants/query.ts";
 import { AppError, badRequest, validationError } from "../errors.ts";
 import { deleteImage } from "../services/delete.ts";
+import { t } from "./i18n/index.ts";
 import { type FormFields, readForm } from "./form.ts";
-import { AlbumOptions, registerImagePage, SELECT_PREFIX, UtcTime } from "./image.tsx";
-import { ConfirmDeleteFooter, CopyButton, FieldError, FormToken, humanBytes, Layout, Notice, PerPageField } from "./layout.tsx";
+import { AlbumOptions, registerImagePage } from "./image.tsx";
+import { SELECT_PREFIX, UtcTime, ConfirmFooter, CopyButton, FieldError, FormToken, formatBytes, Layout, Notice, PerPageField } from "./components/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const PER_PAGE_DEFAULT = 30;
@@ -138,11 +139,11 @@ function ImageCard({ image, signedIn, state, back, baseUrl }: { image: Listed; s
           {resource.origin_name}
         </p>
         <p class="muted small">
-          {resource.width}×{resource.height} · {humanBytes(resource.size * 1024)} · <UtcTime date={image.createdAt} />
+          {resource.width}×{resource.height} · {formatBytes(resource.size * 1024)} · <UtcTime at={image.createdAt} />
           {!resource.is_public && <span class="badge">private</span>}
           {image.expiredAt && (
             <span class="badge">
-              expires <UtcTime date={image.expiredAt} />
+              expires <UtcTime at={image.expiredAt} />
             </span>
           )}
         </p>
@@ -245,7 +246,7 @@ function ConfirmBulkDelete({ signedIn, images, back }: { signedIn: SignedIn; ima
             </li>
           ))}
         </ul>
-        <ConfirmDeleteFooter signedIn={signedIn} count={images.length} back={back} />
+        <ConfirmFooter signedIn={signedIn} label={t("images.delete.count", { count: images.length })} back={back} />
       </form>
     </Layout>
   );

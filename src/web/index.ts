@@ -11,7 +11,7 @@
  * Every form post is read by form.ts (64 KB, 30 s, urlencoded or multipart, no control characters).
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { AppError } from "../errors.ts";
 import { failure } from "../http/envelope.ts";
 import { logFor } from "../observability/log.ts";
@@ -23,11 +23,17 @@ import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
 import * as images from "./images.tsx";
 import * as integrations from "./integrations.tsx";
-import { assets } from "./layout.tsx";
+import { assets } from "./components/index.ts";
+import { makeView, negotiate, t, withView } from "./i18n/index.ts";
 import * as login from "./login.tsx";
 import * as passwordLink from "./password-link.tsx";
+import * as preferences from "./preferences.ts";
+import { themeOf } from "./preferences.ts";
+import * as site from "./site.ts";
+import { identityOf } from "./site.ts";
+import { currentSettings } from "../http/auth.ts";
 import * as registration from "./register.tsx";
-import { BASE, clearSessionCookie, SignInRequired, type SignedIn, type WebEnv } from "./session.ts";
+import { BASE, clearSessionCookie, SignInRequired, safeNext, type SignedIn, type WebEnv } from "./session.ts";
 import * as tokens from "./tokens.tsx";
 import * as upload from "./upload.tsx";
 import * as webhooks from "./webhooks.tsx";
@@ -47,6 +53,22 @@ const CONTENT_SECURITY_POLICY = [
 /** The page's scripts ask for JSON (the upload token); everything else is a page. */
 const wantsJson = (accept: string | undefined) => !!accept && accept.includes("application/json") && !accept.includes("text/html");
 
+/** Where an error page leads back to: the page of this site the request came from (its Referer), if another page. */
+function backOf(c: Context<WebEnv>): string | undefined {
+  const referer = c.req.header("referer");
+  if (!referer) return undefined;
+  let from: URL;
+  try {
+    from = new URL(referer);
+  } catch {
+    return undefined;
+  }
+  const ours = [new URL(c.req.url).origin, new URL(c.get("deps").config.baseUrl).origin];
+  const back = from.pathname + from.search;
+  if (!ours.includes(from.origin) || safeNext(back) !== back || (from.pathname === c.req.path && c.req.method === "GET")) return undefined;
+  return back;
+}
+
 function createWebApp() {
   const web = new Hono<WebEnv>();
 
@@ -58,12 +80,21 @@ function createWebApp() {
     c.header("Referrer-Policy", "same-origin");
     if (!c.res.headers.has("cache-control")) c.header("Cache-Control", "private, no-cache");
   });
+  // the request's view: the site's identity, the theme, and the language (the account's, once known: session.ts)
+  web.use("*", async (c, next) => {
+    if (c.req.path.startsWith(`${BASE}/assets/`)) return next();
+    const { site: identity } = identityOf(await currentSettings(c.get("deps")));
+    const accept = c.req.header("accept-language");
+    const locale = negotiate(null, accept, identity.defaultLocale);
+    return withView(makeView(locale, identity, themeOf(c), accept), next);
+  });
   for (const file of Object.values(assets)) {
     const type = file.name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
     web.get(`/assets/${file.name}`, (c) => c.body(file.body, 200, { "content-type": type, "cache-control": "public, max-age=86400" }));
   }
 
   web.get("/", (c) => c.redirect(`${BASE}/dashboard`, 303));
+  site.register(web);
   login.register(web);
   registration.register(web);
   passwordLink.register(web);
@@ -75,10 +106,11 @@ function createWebApp() {
   integrations.register(web);
   webhooks.register(web);
   account.register(web);
+  preferences.register(web);
   admin.register(web);
 
   web.all("*", () => {
-    throw new AppError("not_found", "There is no such page.");
+    throw new AppError("not_found", t("common.error.notFoundPage"));
   });
 
   web.onError((err, c) => {
@@ -93,11 +125,11 @@ function createWebApp() {
     const status = known ? err.status : 500;
     const requestId = c.get("requestId");
     if (!known) logFor(c.get("deps")).error({ err: err instanceof AppError ? (err.cause ?? err) : err }, `${c.req.method} ${c.req.path} failed`);
-    const message = known || err instanceof AppError ? err.message : "Something went wrong on the server.";
+    const message = known || err instanceof AppError ? err.message : t("common.error.server");
     const headers = err instanceof AppError ? err.headers : undefined;
     if (json) return c.json(known ? failure(message) : { ...failure(message), request_id: requestId }, status, headers);
     const signedIn = (c.var as { signedIn?: SignedIn }).signedIn;
-    return c.html(ErrorPage({ status, message, requestId: known ? undefined : requestId, signedIn }), status, headers);
+    return c.html(ErrorPage({ status, message, requestId: known ? undefined : requestId, signedIn, back: backOf(c) }), status, headers);
   });
 
   return web;

@@ -20,7 +20,7 @@ import { AppError, notFound, validationError } from "../errors.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issuePermanentToken } from "../services/tokens.ts";
 import { formField, readForm } from "./form.ts";
-import { CopyButton, Field, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
+import { CopyButton, Field, FormToken, Layout, Notice, SecretValue } from "./components/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 /** What the settings hold where the user's token goes, when the page did not just make one. */

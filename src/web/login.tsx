@@ -7,7 +7,7 @@ import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../ht
 import { verifyPassword } from "../services/passwords.ts";
 import { endSession, isFormTokenOf, resolveSession, startSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, Layout, Notice } from "./layout.tsx";
+import { Field, Layout, Notice } from "./components/index.ts";
 import {
   BASE,
   clearSessionCookie,

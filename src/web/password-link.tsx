@@ -8,7 +8,7 @@ import { notFound } from "../errors.ts";
 import { PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
 import { findPasswordLink, usePasswordLink } from "../services/password-links.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, Layout, Notice } from "./layout.tsx";
+import { Field, FieldError, Layout, Notice } from "./components/index.ts";
 import { BASE, requireThisSite, type WebEnv } from "./session.ts";
 
 const gone = () =>

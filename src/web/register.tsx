@@ -10,7 +10,7 @@ import { FailedAuthThrottle, type Reservation } from "../http/throttle.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
 import { startSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, Layout, Notice } from "./layout.tsx";
+import { Field, FieldError, Layout, Notice } from "./components/index.ts";
 import { BASE, requireThisSite, setSessionCookie, type WebEnv } from "./session.ts";
 
 /** Accounts one address (an IPv6 /64 counting as one) may create: 5 at once, then one every 12 minutes. */

@@ -12,6 +12,7 @@ import { accountGate, currentSettings, siteGate } from "../http/auth.ts";
 import type { RequestEnv } from "../http/types.ts";
 import { formTokenFor, isFormTokenOf, resolveSession, SESSION_MAX_MS } from "../services/sessions.ts";
 import { readForm } from "./form.ts";
+import { useAccountLocale } from "./i18n/index.ts";
 
 /** Every page of the user center lives under this path, and so does its cookie: the API and the images never see it. */
 export const BASE = "/user";
@@ -115,6 +116,7 @@ async function signedInOnly(c: Context<SignedInEnv>, next: () => Promise<void>, 
   }
   const signedIn: SignedIn = { ...found, secret, formToken: formTokenFor(secret) };
   c.set("signedIn", signedIn);
+  useAccountLocale(found.user.locale);
   if (gateSite) siteGate(await currentSettings(deps));
   accountGate(found.user, found.group);
   if (!isSafe(c.req.method) && (!fromThisSite(c) || !isFormTokenOf(secret, await formTokenSent(c)))) throw crossSite();

@@ -12,7 +12,7 @@ import { TemporaryTokenRequest } from "../http/schemas.ts";
 import { issueAccountTemporaryTokens, issuePermanentToken, revokeOwnToken } from "../services/tokens.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, readForm } from "./form.ts";
-import { CopyButton, Field, FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
+import { CopyButton, Field, FieldError, FormToken, Layout, Notice, SecretValue } from "./components/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 import { servicesOf } from "../services/index.ts";
 

@@ -14,7 +14,7 @@ import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { respond } from "../http/envelope.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issueAccountTemporaryTokens } from "../services/tokens.ts";
-import { assets, Field, Layout } from "./layout.tsx";
+import { assets, Field, Layout } from "./components/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** Albums offered in the upload form at most (by name). */

@@ -49,7 +49,7 @@ import {
 import { parseDateTime } from "../http/time.ts";
 import { UtcTime } from "./account.tsx";
 import { formField, type FormFields, readForm } from "./form.ts";
-import { FieldError, FormToken, Layout, Notice, SecretValue } from "./layout.tsx";
+import { FieldError, FormToken, Layout, Notice, SecretValue } from "./components/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 /** What a user's endpoint may ask for: user.disabled goes to the site-wide endpoints only. */

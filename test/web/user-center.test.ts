@@ -9,7 +9,7 @@ import { main } from "../../src/cli/index.ts";
 import { sessions, tokens, users } from "../../src/db/schema.ts";
 import { SESSION_IDLE_MS, SESSION_MAX_MS } from "../../src/services/sessions.ts";
 import { sha256Hex } from "../../src/services/secrets.ts";
-import { humanBytes } from "../../src/web/layout.tsx";
+import { formatBytes as humanBytes } from "../../src/web/components/index.ts";
 import { ADMIN_TOKEN, BASE_URL, createTestContext, type TestContext } from "../support/harness.ts";
 import { makeImage } from "../support/images.ts";
 import { expectStatus } from "../support/status.ts";

@@ -6,7 +6,7 @@
 import type { Hono } from "hono";
 import { validationError } from "../../errors.ts";
 import { listAudit } from "../../services/audit.ts";
-import { UtcTime } from "../image.tsx";
+import { UtcTime } from "../components/index.ts";
 import { requireAdminSession, type WebEnv } from "../session.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
@@ -60,7 +60,7 @@ export function register(web: Hono<WebEnv>) {
                   return (
                     <tr id={`entry-${r.id}`}>
                       <td data-label="Time">
-                        <UtcTime date={r.createdAt} />
+                        <UtcTime at={r.createdAt} />
                       </td>
                       <td data-label="Actor">{r.actor}</td>
                       <td data-label="Action">

@@ -15,7 +15,7 @@ import { supportedExtensions } from "../../images/formats.ts";
 import { METADATA_POLICIES } from "../../images/metadata/policy.ts";
 import { CONVERT_FORMATS } from "../../images/process.ts";
 import { type FormFields, formField, readForm } from "../form.ts";
-import { FieldError, FormToken, humanBytes, Notice } from "../layout.tsx";
+import { FieldError, FormToken, formatBytes, Notice } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { type ApiAnswer, adminApi } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -629,8 +629,8 @@ async function renderList(c: Context<SignedInEnv>) {
                   {g.webhookAllowInternal && <span class="badge">internal webhooks</span>}
                 </td>
                 <td data-label="Users">{g.isGuest ? "—" : (memberCount.get(g.id) ?? 0)}</td>
-                <td data-label="Largest file">{humanBytes(g.maxFileSizeKb * 1024)}</td>
-                <td data-label="Capacity per user">{humanBytes(g.defaultCapacityKb * 1024)}</td>
+                <td data-label="Largest file">{formatBytes(g.maxFileSizeKb * 1024)}</td>
+                <td data-label="Capacity per user">{formatBytes(g.defaultCapacityKb * 1024)}</td>
                 <td data-label="Uploads per min / hour / day">{`${limitText(g.uploadsPerMinute)} / ${limitText(g.uploadsPerHour)} / ${limitText(g.uploadsPerDay)}`}</td>
                 <td data-label="Formats">{g.allowedExtensions.join(", ")}</td>
                 <td data-label="Strategies, in order">{g.strategyIds.length ? g.strategyIds.map((id) => names.get(id) ?? `#${id}`).join(" → ") : "none"}</td>

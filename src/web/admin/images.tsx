@@ -10,9 +10,10 @@ import { listStrategies } from "../../db/repositories/strategies.ts";
 import { images, users } from "../../db/schema.ts";
 import { AppError, badRequest, errorStatus, type ErrorCode } from "../../errors.ts";
 import { parseDateTime } from "../../http/time.ts";
+import { t } from "../i18n/index.ts";
 import { type FormFields, readForm } from "../form.ts";
-import { SELECT_PREFIX, UtcTime } from "../image.tsx";
-import { ConfirmDeleteFooter, FieldError, FormToken, humanBytes, Notice, PerPageField } from "../layout.tsx";
+import { SELECT_PREFIX, UtcTime } from "../components/index.ts";
+import { ConfirmFooter, FieldError, FormToken, formatBytes, Notice, PerPageField } from "../components/index.ts";
 import { requireAdminSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi, type ApiAnswer } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -186,7 +187,7 @@ const ownerLabel = (image: Pick<AdminImage, "user_id" | "username">) => (image.u
 
 const utc = (text: string | null) => {
   const date = text ? parseDateTime(text) : null;
-  return date ? <UtcTime date={date} /> : (text ?? "");
+  return date ? <UtcTime at={date} /> : (text ?? "");
 };
 
 function ImageCard({ image, signedIn, back }: { image: AdminImage; signedIn: SignedIn; back: string }) {
@@ -207,7 +208,7 @@ function ImageCard({ image, signedIn, back }: { image: AdminImage; signedIn: Sig
           {image.origin_name}
         </p>
         <p class="muted small">
-          {image.width}×{image.height} · {humanBytes(image.size * 1024)} · {utc(image.created_at)}
+          {image.width}×{image.height} · {formatBytes(image.size * 1024)} · {utc(image.created_at)}
           {!image.is_public && <span class="badge">private</span>}
           {image.expired_at && <span class="badge">expires {utc(image.expired_at)}</span>}
         </p>
@@ -271,7 +272,7 @@ function ConfirmDelete({ signedIn, doomed, action, back, single }: { signedIn: S
             </li>
           ))}
         </ul>
-        <ConfirmDeleteFooter signedIn={signedIn} count={doomed.length} back={back} />
+        <ConfirmFooter signedIn={signedIn} label={t("images.delete.count", { count: doomed.length })} back={back} />
       </form>
     </AdminLayout>
   );

@@ -1,6 +1,6 @@
 /** The admin pages' frame: the user center's layout, the Admin section, and the admin pages' own menu. */
 import type { PropsWithChildren } from "hono/jsx";
-import { Layout } from "../layout.tsx";
+import { Layout } from "../components/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
 
 export const ADMIN = `${BASE}/admin`;

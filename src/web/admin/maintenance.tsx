@@ -7,8 +7,8 @@ import type { Context, Hono } from "hono";
 import { AppError, errorStatus, type ErrorCode } from "../../errors.ts";
 import { parseDateTime } from "../../http/time.ts";
 import { QUARANTINE_DAYS, REPORT_LIST_LIMIT } from "../../services/reconcile/index.ts";
-import { UtcTime } from "../image.tsx";
-import { FormToken, Notice } from "../layout.tsx";
+import { UtcTime } from "../components/index.ts";
+import { FormToken, Notice } from "../components/index.ts";
 import { requireAdminSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi, type ApiAnswer } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -183,8 +183,7 @@ function ReportView({ report }: { report: Report }) {
     <section aria-labelledby="report">
       <h2 id="report">{report.dry_run ? "Dry run report" : "Report of the applied run"}</h2>
       <p class="muted" data-testid="summary">
-        {started ? <UtcTime date={started} /> : report.started_at} · {(report.duration_ms / 1000).toFixed(1)} s · {plural(report.locations.length, "location")}{" "}
-        ·{" "}
+        {started ? <UtcTime at={started} /> : report.started_at} · {(report.duration_ms / 1000).toFixed(1)} s · {plural(report.locations.length, "location")} ·{" "}
         {plural(
           sum((l) => l.objects_scanned),
           "object",

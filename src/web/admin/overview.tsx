@@ -9,7 +9,7 @@ import type { Db } from "../../db/client.ts";
 import { images, strategies, users } from "../../db/schema.ts";
 import { formatUtc } from "../../http/time.ts";
 import { lastRun, type LastRun } from "../../services/last-runs.ts";
-import { humanBytes } from "../layout.tsx";
+import { formatBytes } from "../components/index.ts";
 import { requireAdminSession, type WebEnv } from "../session.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
@@ -130,7 +130,7 @@ export function register(web: Hono<WebEnv>) {
           </div>
           <div>
             <dt>Stored (images' own bytes)</dt>
-            <dd>{humanBytes(f.bytes)}</dd>
+            <dd>{formatBytes(f.bytes)}</dd>
           </div>
           <div>
             <dt>Database</dt>
@@ -167,8 +167,8 @@ export function register(web: Hono<WebEnv>) {
                   </th>
                   <td data-label="Driver">{s.driver}</td>
                   <td data-label="Images">{s.images.toLocaleString("en")}</td>
-                  <td data-label="Used">{humanBytes(s.usedBytes)}</td>
-                  <td data-label="Quota">{s.quotaKb === null ? "none" : humanBytes(s.quotaKb * 1024)}</td>
+                  <td data-label="Used">{formatBytes(s.usedBytes)}</td>
+                  <td data-label="Quota">{s.quotaKb === null ? "none" : formatBytes(s.quotaKb * 1024)}</td>
                 </tr>
               ))}
             </tbody>
@@ -180,8 +180,8 @@ export function register(web: Hono<WebEnv>) {
           <p class="muted small">Images uploaded each day that are still stored (deleted and expired ones are not counted).</p>
           <h3>{`Uploads per day (${f.days.reduce((n, d) => n + d.uploads, 0)} in all)`}</h3>
           <BarChart id="uploads-chart" title="Uploads per day" days={f.days} value={(d) => d.uploads} format={(n) => `${n} uploads`} />
-          <h3>{`Bytes uploaded per day (${humanBytes(f.days.reduce((n, d) => n + d.bytes, 0))} in all)`}</h3>
-          <BarChart id="bytes-chart" title="Bytes uploaded per day" days={f.days} value={(d) => d.bytes} format={humanBytes} />
+          <h3>{`Bytes uploaded per day (${formatBytes(f.days.reduce((n, d) => n + d.bytes, 0))} in all)`}</h3>
+          <BarChart id="bytes-chart" title="Bytes uploaded per day" days={f.days} value={(d) => d.bytes} format={formatBytes} />
           <details>
             <summary>The figures as a table</summary>
             <table class="list">
@@ -197,7 +197,7 @@ export function register(web: Hono<WebEnv>) {
                   <tr>
                     <th scope="row">{d.day}</th>
                     <td>{d.uploads}</td>
-                    <td>{humanBytes(d.bytes)}</td>
+                    <td>{formatBytes(d.bytes)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -6,7 +6,7 @@
 import type { Context, Hono } from "hono";
 import { getSettings } from "../../db/repositories/settings.ts";
 import { formField, readForm } from "../form.ts";
-import { FormToken, Notice } from "../layout.tsx";
+import { FormToken, Notice } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi } from "./api.ts";
 import { errorsOf, type Shown } from "./groups.tsx";

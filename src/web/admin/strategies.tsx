@@ -9,7 +9,7 @@ import type { Context, Hono } from "hono";
 import { getStrategy, listStrategiesPage, type Strategy } from "../../db/repositories/strategies.ts";
 import { notFound } from "../../errors.ts";
 import { type FormFields, formField, readForm } from "../form.ts";
-import { FormToken, humanBytes, Notice } from "../layout.tsx";
+import { FormToken, formatBytes, Notice } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { type ApiAnswer, adminApi } from "./api.ts";
 import { Checkbox, errorsOf, Input, numberOf, pageOf, recordIdOf, type Shown } from "./groups.tsx";
@@ -255,11 +255,11 @@ async function renderList(c: Context<SignedInEnv>, tested?: Tested) {
                   <td data-label="Where" class="admin-where">
                     {whereOf(s)}
                   </td>
-                  <td data-label="Used">{humanBytes(s.usedBytes)}</td>
+                  <td data-label="Used">{formatBytes(s.usedBytes)}</td>
                   <td data-label="Quota">
                     {s.quotaKb === null
                       ? "unlimited"
-                      : `${humanBytes(s.quotaKb * 1024)}${s.quotaKb > 0 ? ` (${Math.min(999, Math.round((s.usedBytes / (s.quotaKb * 1024)) * 100))}% used)` : ""}`}
+                      : `${formatBytes(s.quotaKb * 1024)}${s.quotaKb > 0 ? ` (${Math.min(999, Math.round((s.usedBytes / (s.quotaKb * 1024)) * 100))}% used)` : ""}`}
                   </td>
                   <td data-label="Test">
                     <form method="post" action={`${STRATEGIES}/${s.id}/test`} class="inline">

@@ -7,7 +7,7 @@ import type { Context, Hono } from "hono";
 import { listGroups } from "../../db/repositories/groups.ts";
 import { formatUtc } from "../../http/time.ts";
 import { formField, readForm } from "../form.ts";
-import { Field, FieldError, FormToken, humanBytes, Notice } from "../layout.tsx";
+import { Field, FieldError, FormToken, formatBytes, Notice } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi, formErrors } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -111,7 +111,7 @@ async function renderList(c: Context<SignedInEnv>, created?: { values: Record<st
               <td data-label="Group">{groups.find((g) => g.id === u.group_id)?.name ?? `#${u.group_id}`}</td>
               <td data-label="Status">{u.enabled ? "enabled" : "disabled"}</td>
               <td data-label="Images">{u.image_num}</td>
-              <td data-label="Used">{humanBytes(u.used_kb * 1024)}</td>
+              <td data-label="Used">{formatBytes(u.used_kb * 1024)}</td>
             </tr>
           ))}
         </tbody>
@@ -193,7 +193,7 @@ async function renderUser(
       {done && NOTICES[done] && <Notice kind="success">{NOTICES[done]}</Notice>}
       {errors?.form && <Notice kind="error">{errors.form}</Notice>}
       <p class="muted">
-        {`#${u.id} · ${u.image_num} images, ${u.album_num} albums, ${humanBytes(u.used_kb * 1024)} used · registered from ${u.registered_ip || "unknown"}`}
+        {`#${u.id} · ${u.image_num} images, ${u.album_num} albums, ${formatBytes(u.used_kb * 1024)} used · registered from ${u.registered_ip || "unknown"}`}
       </p>
 
       <form class="card" method="post" action={action("edit")}>

@@ -161,3 +161,59 @@ document.addEventListener("submit", (event) => {
   const flag = form.querySelector('input[name="confirmed"]');
   if (flag) flag.value = "1";
 });
+
+// a list's bulk actions wait for a selection: disabled (and saying why) while no box of the form is ticked
+function bulkForms() {
+  for (const form of document.querySelectorAll("form[data-bulk]")) {
+    const boxes = () => Array.from(document.querySelectorAll(`input[type="checkbox"][form="${form.id}"]`));
+    const buttons = Array.from(form.querySelectorAll("button"));
+    const note = form.querySelector("[data-bulk-count]");
+    const update = () => {
+      const none = !boxes().some((b) => b.checked);
+      for (const b of buttons) b.disabled = none;
+      if (note) note.hidden = !none;
+    };
+    document.addEventListener("change", (event) => {
+      if (event.target instanceof HTMLInputElement && event.target.getAttribute("form") === form.id) update();
+    });
+    update();
+  }
+}
+bulkForms();
+
+// tabs: a [data-tabs] element's sections become tabs (one shown at a time); without script they all show
+function tabs() {
+  for (const root of document.querySelectorAll("[data-tabs]")) {
+    const list = root.querySelector('[role="tablist"]');
+    const tabs = Array.from(root.querySelectorAll('[role="tab"]'));
+    const panels = tabs.map((tab) => document.getElementById(tab.getAttribute("aria-controls") || ""));
+    if (!list || panels.some((p) => !p)) continue;
+    const show = (index, focus) => {
+      tabs.forEach((tab, i) => {
+        const on = i === index;
+        tab.setAttribute("aria-selected", on ? "true" : "false");
+        tab.tabIndex = on ? 0 : -1;
+        panels[i].hidden = !on;
+      });
+      if (focus) tabs[index].focus();
+      if (history.replaceState) history.replaceState(null, "", `#${panels[index].id}`);
+    };
+    tabs.forEach((tab, i) => {
+      tab.addEventListener("click", () => show(i, false));
+      tab.addEventListener("keydown", (event) => {
+        const step = event.key === "ArrowRight" ? 1 : event.key === "ArrowLeft" ? -1 : 0;
+        if (step) {
+          event.preventDefault();
+          show((i + step + tabs.length) % tabs.length, true);
+        } else if (event.key === "Home" || event.key === "End") {
+          event.preventDefault();
+          show(event.key === "Home" ? 0 : tabs.length - 1, true);
+        }
+      });
+    });
+    list.hidden = false;
+    const wanted = panels.findIndex((p) => `#${p.id}` === location.hash);
+    show(wanted >= 0 ? wanted : 0, false);
+  }
+}
+tabs();

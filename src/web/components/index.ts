@@ -1,0 +1,33 @@
+/** The pages' components (docs/decisions/pages-design-system.md): every piece that appears on more than one page. */
+export { BulkForm } from "./bulk.tsx";
+export { Card, Cell, Table } from "./card.tsx";
+export { ConfirmButton, ConfirmFooter, ConfirmPage } from "./confirm.tsx";
+export { CopyButton, CopyField, SecretValue } from "./copy.tsx";
+export {
+  aria,
+  Checkbox,
+  DURATION_PRESETS,
+  DurationInput,
+  describedBy,
+  durationOf,
+  durationText,
+  Field,
+  FieldError,
+  FormToken,
+  Hint,
+  MegapixelInput,
+  type Options,
+  PerPageField,
+  pixelsOf,
+  RadioGroup,
+  Select,
+  SizeInput,
+  sizeKbOf,
+  Switch,
+  TextInput,
+} from "./form.tsx";
+export { type CardImage, ImageCard, ImageGrid, SELECT_PREFIX } from "./image-card.tsx";
+export { assets, Layout, type Section } from "./layout.tsx";
+export { EmptyState, Notice } from "./notice.tsx";
+export { Pager } from "./pager.tsx";
+export { Bytes, formatBytes, UtcTime } from "./time.tsx";

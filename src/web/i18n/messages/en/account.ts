@@ -1,0 +1,2 @@
+/** Messages of the account pages, in English. */
+export default {} as const;

@@ -1,0 +1,2 @@
+/** Messages of the admin pages, in English. */
+export default {} as const;

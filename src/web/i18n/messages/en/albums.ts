@@ -1,0 +1,2 @@
+/** Messages of the albums pages, in English. */
+export default {} as const;

@@ -1,0 +1,2 @@
+/** Messages of the auth pages, in English. */
+export default {} as const;

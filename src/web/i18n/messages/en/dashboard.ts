@@ -1,0 +1,2 @@
+/** Messages of the dashboard pages, in English. */
+export default {} as const;

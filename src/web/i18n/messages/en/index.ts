@@ -1,0 +1,18 @@
+/**
+ * The English catalog, merged from one file per area (several people can edit areas at once). Its keys are
+ * the keys of every catalog: zh-CN's files must have exactly these (types.ts).
+ */
+import common from "./common.ts";
+import auth from "./auth.ts";
+import dashboard from "./dashboard.ts";
+import images from "./images.ts";
+import albums from "./albums.ts";
+import upload from "./upload.ts";
+import tokens from "./tokens.ts";
+import integrations from "./integrations.ts";
+import account from "./account.ts";
+import webhooks from "./webhooks.ts";
+import admin from "./admin.ts";
+
+export const en = { ...common, ...auth, ...dashboard, ...images, ...albums, ...upload, ...tokens, ...integrations, ...account, ...webhooks, ...admin } as const;
+export type MessageKey = keyof typeof en;

@@ -1,0 +1,2 @@
+/** Messages of the integrations pages, in English. */
+export default {} as const;

@@ -1,0 +1,2 @@
+/** Messages of the tokens pages, in English. */
+export default {} as const;

@@ -1,0 +1,2 @@
+/** Messages of the upload pages, in English. */
+export default {} as const;

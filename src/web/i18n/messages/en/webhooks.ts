@@ -1,0 +1,2 @@
+/** Messages of the webhooks pages, in English. */
+export default {} as const;

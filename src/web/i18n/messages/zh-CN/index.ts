@@ -1,0 +1,27 @@
+/** The Simplified Chinese catalog, merged from one file per area; each file has exactly the English file's keys. */
+import type { MessageKey } from "../en/index.ts";
+import common from "./common.ts";
+import auth from "./auth.ts";
+import dashboard from "./dashboard.ts";
+import images from "./images.ts";
+import albums from "./albums.ts";
+import upload from "./upload.ts";
+import tokens from "./tokens.ts";
+import integrations from "./integrations.ts";
+import account from "./account.ts";
+import webhooks from "./webhooks.ts";
+import admin from "./admin.ts";
+
+export const zhCN: Record<MessageKey, string> = {
+  ...common,
+  ...auth,
+  ...dashboard,
+  ...images,
+  ...albums,
+  ...upload,
+  ...tokens,
+  ...integrations,
+  ...account,
+  ...webhooks,
+  ...admin,
+};
