@@ -122,6 +122,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/1/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload an image (Chevereto and ImgBB dialect)
+         * @description The upload API of Chevereto 3 and 4 and ImgBB, for clients that hard-code it (PicGo and ShareX configurations, CMS plugins, scripts); `/api/1/upload/` with a trailing slash is the same. Not part of the v1 contract: its answers follow those products, not the `{status, message, data}` envelope. It is the same upload as POST /api/v1/upload — the same checks in the same order, limits, metadata policy, processing and `image.uploaded` event — and the same cost before trust: a key in the header or the query is checked before the body is read; a key in the body must come within its first 64 KB, before `source`. The key is a token of this server (permanent, or a temporary upload token); without one, a guest upload when guest upload is on. The source is a file part, or base64 in a form field (multipart or urlencoded); URLs are refused. The answer is Chevereto's (`image`) when the source was sent as `source`, ImgBB's (`data`) when it was sent as `image`; the image object is the same in both. Refusals answer Chevereto's error envelope with the HTTP status this server gives the same refusal (400 for what the v1 API answers 422). With format=txt the answer is the image URL as text, with format=redirect a 302 to it; their refusals are the message as text.
+         */
+        post: operations["cheveretoUpload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/settings": {
         parameters: {
             query?: never;
@@ -738,6 +758,86 @@ export interface components {
              */
             seconds: number;
         };
+        CheveretoUploadForm: {
+            /**
+             * Format: binary
+             * @description Chevereto's name for the image. The image: a file part, or its base64 (standard alphabet, padded; whitespace and a `data:…;base64,` prefix are allowed; at most the group's per-image limit once decoded). An image URL is refused (400): this server does not fetch addresses for a caller.
+             */
+            source?: string;
+            /**
+             * Format: binary
+             * @description ImgBB's name for the image (the answer is then ImgBB's). The image: a file part, or its base64 (standard alphabet, padded; whitespace and a `data:…;base64,` prefix are allowed; at most the group's per-image limit once decoded). An image URL is refused (400): this server does not fetch addresses for a caller.
+             */
+            image?: string;
+            /** @description A token of this server (permanent or temporary). Also accepted as the `X-API-Key` header, `Authorization: Bearer`, or `?key=` in the query. In the body it must come before `source`: the server reads at most 64 KB of a body before it knows who sends it. */
+            key?: string;
+            /**
+             * @description Also accepted in the query string. json (default), txt (the URL as text), redirect (302 to it)
+             * @enum {string}
+             */
+            format?: "json" | "txt" | "redirect";
+            /** @description ImgBB: the file's name (an extension is added from the content when missing) */
+            name?: string;
+            /** @description Accepted, not kept */
+            title?: string;
+            /** @description Accepted, not kept */
+            description?: string;
+            /** @description Accepted, not kept */
+            tags?: string;
+            /** @description Accepted, not kept */
+            nsfw?: string;
+            /** @description Accepted, not kept */
+            category_id?: string;
+            /** @description Accepted, ignored (no resize on request) */
+            width?: string;
+            /**
+             * @description An album of the account, by its number on this server
+             * @example 3
+             */
+            album_id?: string;
+            /**
+             * @description When to remove the image: seconds (ImgBB) or an ISO 8601 duration such as `PT5M`, `P3D` (Chevereto). Within the group's retention ceiling.
+             * @example P3D
+             */
+            expiration?: string;
+        };
+        CheveretoUploadUrlencoded: {
+            /** @description Chevereto's name for the image, in base64. The image: a file part, or its base64 (standard alphabet, padded; whitespace and a `data:…;base64,` prefix are allowed; at most the group's per-image limit once decoded). An image URL is refused (400): this server does not fetch addresses for a caller. */
+            source?: string;
+            /** @description ImgBB's name for the image, in base64 (the answer is then ImgBB's). The image: a file part, or its base64 (standard alphabet, padded; whitespace and a `data:…;base64,` prefix are allowed; at most the group's per-image limit once decoded). An image URL is refused (400): this server does not fetch addresses for a caller. */
+            image?: string;
+            /** @description A token of this server (permanent or temporary). Also accepted as the `X-API-Key` header, `Authorization: Bearer`, or `?key=` in the query. In the body it must come before `source`: the server reads at most 64 KB of a body before it knows who sends it. */
+            key?: string;
+            /**
+             * @description Also accepted in the query string. json (default), txt (the URL as text), redirect (302 to it)
+             * @enum {string}
+             */
+            format?: "json" | "txt" | "redirect";
+            /** @description ImgBB: the file's name (an extension is added from the content when missing) */
+            name?: string;
+            /** @description Accepted, not kept */
+            title?: string;
+            /** @description Accepted, not kept */
+            description?: string;
+            /** @description Accepted, not kept */
+            tags?: string;
+            /** @description Accepted, not kept */
+            nsfw?: string;
+            /** @description Accepted, not kept */
+            category_id?: string;
+            /** @description Accepted, ignored (no resize on request) */
+            width?: string;
+            /**
+             * @description An album of the account, by its number on this server
+             * @example 3
+             */
+            album_id?: string;
+            /**
+             * @description When to remove the image: seconds (ImgBB) or an ISO 8601 duration such as `PT5M`, `P3D` (Chevereto). Within the group's retention ceiling.
+             * @example P3D
+             */
+            expiration?: string;
+        };
         /** @description Callers must check both the HTTP status code and `status`. */
         Envelope: {
             /** @description true on success, false on failure */
@@ -998,6 +1098,218 @@ export interface components {
              * @example 2026-11-22 10:30:00
              */
             expired_at: string;
+        };
+        /** @description Chevereto's answer: the source was sent as `source`. */
+        CheveretoUploadResponse: {
+            /** @enum {number} */
+            status_code: 200;
+            success: {
+                /** @enum {string} */
+                message: "image uploaded";
+                /** @enum {number} */
+                code: 200;
+            };
+            image: components["schemas"]["CheveretoImage"];
+            /** @enum {string} */
+            status_txt: "OK";
+        };
+        /** @description An uploaded image in the fields Chevereto 3/4 and ImgBB clients read; the same object in both answers. */
+        CheveretoImage: {
+            /**
+             * @description The image's key (ImgBB's `id`); DELETE /api/v1/images/{key} removes it
+             * @example aB3dE5fG7hJ9kL1m
+             */
+            id: string;
+            /**
+             * @description The same key (Chevereto's `id_encoded`)
+             * @example aB3dE5fG7hJ9kL1m
+             */
+            id_encoded: string;
+            /**
+             * @description Stored file name without its extension
+             * @example Xb3kQ9mT2pLw8RvY4nZc
+             */
+            name: string;
+            /** @example png */
+            extension: string;
+            /**
+             * @description Stored file name
+             * @example Xb3kQ9mT2pLw8RvY4nZc.png
+             */
+            filename: string;
+            /**
+             * @description The name it was uploaded with (`origin_name` of the v1 API)
+             * @example screenshot.png
+             */
+            original_filename: string;
+            /**
+             * @description `original_filename` without its extension
+             * @example screenshot
+             */
+            title: string;
+            /** @description Not kept: always null */
+            description: null;
+            /** @example image/png */
+            mime: string;
+            /**
+             * @description Bytes stored (after the group's metadata policy and processing)
+             * @example 53237
+             */
+            size: number;
+            /** @example 1151 */
+            width: number;
+            /** @example 898 */
+            height: number;
+            /** @example c684350d722c956c362ab70299735830 */
+            md5: string;
+            /**
+             * @description Not kept: always 0
+             * @enum {number}
+             */
+            nsfw: 0;
+            /**
+             * @description Upload time, `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            date: string;
+            /**
+             * @description Upload time, `YYYY-MM-DD HH:MM:SS` in UTC
+             * @example 2026-11-22 02:30:00
+             */
+            date_gmt: string;
+            /**
+             * @description Upload time, Unix seconds (ImgBB)
+             * @example 1795314600
+             */
+            time: number;
+            /**
+             * @description Seconds from upload to removal; 0 = kept (ImgBB)
+             * @example 0
+             */
+            expiration: number;
+            /**
+             * @description When the image is removed, UTC; null = kept (Chevereto 4)
+             * @example null
+             */
+            expiration_date_gmt: string | null;
+            /**
+             * Format: uri
+             * @description The image's address
+             * @example https://img.example.com/i/2026/11/22/Xb3kQ9mT2pLw8RvY4nZc.png
+             */
+            url: string;
+            /**
+             * Format: uri
+             * @description There is no viewer page: the image's address
+             * @example https://img.example.com/i/2026/11/22/Xb3kQ9mT2pLw8RvY4nZc.png
+             */
+            url_viewer: string;
+            /**
+             * Format: uri
+             * @description The image's address (no medium-size variant is made)
+             * @example https://img.example.com/i/2026/11/22/Xb3kQ9mT2pLw8RvY4nZc.png
+             */
+            display_url: string;
+            /**
+             * Format: uri
+             * @description DELETE it with the same token as `Authorization: Bearer` (the v1 API's delete); opening it in a browser does nothing
+             * @example https://img.example.com/api/v1/images/aB3dE5fG7hJ9kL1m
+             */
+            delete_url: string;
+            /** @description The image itself */
+            image: {
+                /** @example Xb3kQ9mT2pLw8RvY4nZc.png */
+                filename: string;
+                /**
+                 * @description `filename` without its extension
+                 * @example Xb3kQ9mT2pLw8RvY4nZc
+                 */
+                name: string;
+                /** @example image/png */
+                mime: string;
+                /** @example png */
+                extension: string;
+                /**
+                 * Format: uri
+                 * @example https://img.example.com/i/2026/11/22/Xb3kQ9mT2pLw8RvY4nZc.png
+                 */
+                url: string;
+            };
+            /** @description The thumbnail: the image itself when it fits the 400×400 box, else a WebP */
+            thumb: {
+                /** @example Xb3kQ9mT2pLw8RvY4nZc.png */
+                filename: string;
+                /**
+                 * @description `filename` without its extension
+                 * @example Xb3kQ9mT2pLw8RvY4nZc
+                 */
+                name: string;
+                /** @example image/png */
+                mime: string;
+                /** @example png */
+                extension: string;
+                /**
+                 * Format: uri
+                 * @example https://img.example.com/i/2026/11/22/Xb3kQ9mT2pLw8RvY4nZc.png
+                 */
+                url: string;
+            };
+            /** @description The image itself (no medium-size variant is made) */
+            medium: {
+                /** @example Xb3kQ9mT2pLw8RvY4nZc.png */
+                filename: string;
+                /**
+                 * @description `filename` without its extension
+                 * @example Xb3kQ9mT2pLw8RvY4nZc
+                 */
+                name: string;
+                /** @example image/png */
+                mime: string;
+                /** @example png */
+                extension: string;
+                /**
+                 * Format: uri
+                 * @example https://img.example.com/i/2026/11/22/Xb3kQ9mT2pLw8RvY4nZc.png
+                 */
+                url: string;
+            };
+        };
+        /** @description ImgBB's answer: the source was sent as `image`. */
+        ImgbbUploadResponse: {
+            data: components["schemas"]["CheveretoImage"];
+            /** @enum {boolean} */
+            success: true;
+            /** @enum {number} */
+            status: 200;
+        };
+        /** @description Chevereto's (and ImgBB's) error envelope. */
+        CheveretoError: {
+            /**
+             * @description The HTTP status
+             * @example 400
+             */
+            status_code: number;
+            error: {
+                /** @example Empty upload source. */
+                message: string;
+                /**
+                 * @description Chevereto's code where it has one (100 key, 120 invalid base64, 130 empty source), else the HTTP status
+                 * @example 130
+                 */
+                code: number;
+                /**
+                 * @description This server's error code (`bad_request`, `unauthorized`, …)
+                 * @example bad_request
+                 */
+                context: string;
+            };
+            /**
+             * @description The status's reason phrase
+             * @example Bad Request
+             */
+            status_txt: string;
+            /** @description Present on 500 answers; the server log carries the same id */
+            request_id?: string;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         SettingsResponse: components["schemas"]["Envelope"] & {
@@ -2750,6 +3062,216 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    cheveretoUpload: {
+        parameters: {
+            query?: {
+                /** @description The token, when the client can set neither a header nor a field (it may end up in proxies' logs: prefer X-API-Key) */
+                key?: string;
+                /** @description json (default), txt or redirect */
+                format?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["CheveretoUploadForm"];
+                "application/x-www-form-urlencoded": components["schemas"]["CheveretoUploadUrlencoded"];
+            };
+        };
+        responses: {
+            /** @description The stored image: Chevereto's answer, or ImgBB's when the source was sent as `image`; with format=txt its URL as text */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheveretoUploadResponse"] | components["schemas"]["ImgbbUploadResponse"];
+                    "text/plain": string;
+                };
+            };
+            /** @description format=redirect: the stored image's address in `Location` */
+            302: {
+                headers: {
+                    /** @description The image's address */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A check refused the upload (format, size, pixels, capacity, frequency, quota, album, retention, review), a field is invalid, or the source is missing, a URL or not base64 */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 400,
+                     *       "error": {
+                     *         "message": "Empty upload source.",
+                     *         "code": 130,
+                     *         "context": "bad_request"
+                     *       },
+                     *       "status_txt": "Bad Request"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description Missing (guest upload off), wrong, revoked or expired key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 401,
+                     *       "error": {
+                     *         "message": "Invalid token.",
+                     *         "code": 100,
+                     *         "context": "unauthorized"
+                     *       },
+                     *       "status_txt": "Unauthorized"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description API switched off, account or group disabled, or the group may not use the API */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 403,
+                     *       "error": {
+                     *         "message": "The API is disabled on this site.",
+                     *         "code": 403,
+                     *         "context": "forbidden"
+                     *       },
+                     *       "status_txt": "Forbidden"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The body did not arrive within the read deadline */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 408,
+                     *       "error": {
+                     *         "message": "The request body was not received within 60 seconds.",
+                     *         "code": 408,
+                     *         "context": "request_timeout"
+                     *       },
+                     *       "status_txt": "Request Timeout"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description The body is neither multipart/form-data nor application/x-www-form-urlencoded */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 415,
+                     *       "error": {
+                     *         "message": "Send multipart/form-data or application/x-www-form-urlencoded.",
+                     *         "code": 415,
+                     *         "context": "unsupported_media_type"
+                     *       },
+                     *       "status_txt": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description Too many failed keys, or upload bodies, from this address: nothing was checked */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 429,
+                     *       "error": {
+                     *         "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *         "code": 429,
+                     *         "context": "too_many_requests"
+                     *       },
+                     *       "status_txt": "Too Many Requests"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 500,
+                     *       "error": {
+                     *         "message": "Internal server error.",
+                     *         "code": 500,
+                     *         "context": "internal"
+                     *       },
+                     *       "status_txt": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
+                };
+            };
+            /** @description A service-wide cap is reached or the database does not answer; retry after `Retry-After` when given */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status_code": 503,
+                     *       "error": {
+                     *         "message": "Service unavailable.",
+                     *         "code": 503,
+                     *         "context": "unavailable"
+                     *       },
+                     *       "status_txt": "Service Unavailable"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CheveretoError"];
+                    "text/plain": string;
                 };
             };
         };

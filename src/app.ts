@@ -14,6 +14,7 @@ import { resolveClientAddress } from "./http/auth.ts";
 import { internalActorOf } from "./http/internal-call.ts";
 import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
+import { CHEVERETO_UPLOAD_PATHS } from "./routes/compat/chevereto-upload.ts";
 import { buildServices, type Services } from "./services/index.ts";
 
 const apiInfo = {
@@ -64,6 +65,11 @@ export function buildDocument(app: OpenAPIHono<AppEnv>, serverUrl: string, versi
       { name: "Tokens", description: "Temporary upload tokens" },
       { name: "Administration", description: "Site administration with ADMIN_TOKEN (not part of the v1 contract)" },
       { name: "Service", description: "Health" },
+      {
+        name: "Compatibility",
+        description:
+          "Upload dialects of other image hosts, for clients that hard-code them (Chevereto 3/4 and ImgBB: POST /api/1/upload). Outside the v1 contract: they answer in those products' own formats.",
+      },
     ],
   };
   return version === "3.1" ? app.getOpenAPI31Document(config) : app.getOpenAPIDocument(config);
@@ -93,7 +99,7 @@ export function createApp(deps: Deps, services: Services = buildServices(deps)) 
   // within 1 MB and the body deadline, so that no handler waits on a slow sender
   const bodyDeadlineMs = (deps.config.bodyReadTimeoutSeconds ?? 30) * 1000;
   app.use("/api/*", async (c, next) => {
-    if (c.req.path === "/api/v1/upload") return next();
+    if (c.req.path === "/api/v1/upload" || CHEVERETO_UPLOAD_PATHS.includes(c.req.path)) return next();
     let bytes: Buffer<ArrayBuffer> | null = null;
     if (c.req.raw.body) {
       try {

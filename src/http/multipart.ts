@@ -18,6 +18,8 @@ const wholeBodies = new WeakSet<Request>();
 
 /** Whether this request's body was read to its end by one of the readers here (a refusal of any other closes its connection). */
 export const bodyReadWhole = (request: Request) => wholeBodies.has(request);
+/** Records that a reader outside this file read this request's body to its end. */
+export const markReadWhole = (request: Request) => void wholeBodies.add(request);
 
 export class BodyTooLarge extends AppError {
   constructor(readonly limitBytes: number) {
@@ -56,7 +58,7 @@ export async function readBodyWithin(request: Request, bounds: { limit: number; 
   return Buffer.concat(chunks, total);
 }
 
-const clientGone = () => badRequest("The request body ended early: the connection was closed.");
+export const clientGone = () => badRequest("The request body ended early: the connection was closed.");
 
 /** A stalled sender: the body did not arrive within the read deadline. */
 export class BodyTimeout extends AppError {
@@ -122,7 +124,7 @@ export async function readStagedMultipart(request: Request, read: StagedRead): P
   }
 }
 
-async function readBefore(reader: ReadableStreamDefaultReader<Uint8Array>, deadline: number, deadlineMs: number) {
+export async function readBefore(reader: ReadableStreamDefaultReader<Uint8Array>, deadline: number, deadlineMs: number) {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new BodyTimeout(deadlineMs)), Math.max(0, deadline - Date.now()));

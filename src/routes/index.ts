@@ -10,6 +10,7 @@ import * as adminStrategies from "./admin/strategies/index.ts";
 import * as adminTokens from "./admin/tokens/index.ts";
 import * as adminUsers from "./admin/users/index.ts";
 import * as adminWebhooks from "./admin/webhooks/index.ts";
+import * as cheveretoUpload from "./compat/chevereto-upload.ts";
 import * as deleteImage from "./images/delete-image.ts";
 import * as listImages from "./images/list-images.ts";
 import * as uploadImage from "./images/upload-image.ts";
@@ -30,6 +31,7 @@ const modules = [
   listImages,
   deleteImage,
   createTemporaryTokens,
+  cheveretoUpload,
   adminSettings,
   adminGroups,
   adminStrategies,
