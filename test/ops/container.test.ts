@@ -14,7 +14,7 @@ import { freePort, REPO_ROOT } from "../support/processes.ts";
  *   the image is then built from the Containerfile as committed, with --build-arg BASE=that image.
  * - The run: `podman run` is refused on these machines (crun cannot set RLIMIT_NOFILE/RLIMIT_NPROC; cgroups in hybrid
  *   mode), so the container is made by hand as a runtime would: the image's file system (`podman image mount`,
- *   read-only) in a new PID and mount namespace (`unshare`), /data bind-mounted from a temporary directory, tmpfs on
+ *   read-only) in a new PID and mount namespace (`unshare`), /data and /backups bound to temporary directories, tmpfs on
  *   /tmp, /dev/shm and /dev (with null, zero, full, random, urandom, tty), an /etc/hosts naming localhost, then
  *   `chroot --userspec` to the image's USER and `env -i` with the image's environment, its WORKDIR and its
  *   ENTRYPOINT. What a runtime adds beyond that (cgroups, capabilities dropped, seccomp, a network namespace) is not
@@ -118,8 +118,8 @@ interface Container {
   log: string;
 }
 
-/** Starts the image's entrypoint as a runtime would (see the comment at the top), with `dataDir` as /data. */
-async function startContainer(dataDir: string, env: Record<string, string>): Promise<Container> {
+/** Starts the image's entrypoint as a runtime would (see the comment at the top), `dataDir` as /data, `backupsDir` as /backups. */
+async function startContainer(dataDir: string, backupsDir: string, env: Record<string, string>): Promise<Container> {
   const dir = mkdtempSync("/var/tmp/image-host-container-run-");
   temps.push(dir);
   const hosts = join(dir, "hosts");
@@ -132,6 +132,7 @@ async function startContainer(dataDir: string, env: Record<string, string>): Pro
     'mkdir "$ROOT/dev/shm" && mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$ROOT/dev/shm"',
     'mount --bind "$HOSTS" "$ROOT/etc/hosts"',
     'mount --bind "$DATA" "$ROOT/data"',
+    'mount --bind "$BACKUPS" "$ROOT/backups"',
     'exec "$@"',
   ].join(" && ");
   const fullEnv = containerEnv(env);
@@ -152,7 +153,7 @@ async function startContainer(dataDir: string, env: Record<string, string>): Pro
       ...inImage(fullEnv, [...config.Entrypoint, ...(config.Cmd ?? [])]),
     ],
     {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ROOT: root, DATA: dataDir, HOSTS: hosts },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ROOT: root, DATA: dataDir, BACKUPS: backupsDir, HOSTS: hosts },
       stdin: "ignore",
       stdout: Bun.file(log),
       stderr: Bun.file(log),
@@ -277,13 +278,17 @@ describe.skipIf(skip)("the container image", () => {
     const data = mkdtempSync("/var/tmp/image-host-container-data-");
     temps.push(data);
     const [uid, gid] = userspec().split(":").map(Number) as [number, number];
-    chownSync(data, uid, gid);
-    chmodSync(data, 0o700);
+    const backups = mkdtempSync("/var/tmp/image-host-container-backups-");
+    temps.push(backups);
+    for (const dir of [data, backups]) {
+      chownSync(dir, uid, gid);
+      chmodSync(dir, 0o700);
+    }
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const env = { PORT: String(port), BASE_URL: url, LOG_FORMAT: "json" };
 
-    const first = await startContainer(data, env);
+    const first = await startContainer(data, backups, env);
     await waitReady(first, url);
 
     // Bun is PID 1 of the container, as the image's user; so is the embedded PostgreSQL it started
@@ -334,6 +339,10 @@ describe.skipIf(skip)("the container image", () => {
     const pathname = new URL(uploaded.data.links.url).pathname.replace(/^\/i\//, "");
     expect(readFileSync(join(data, "uploads", pathname)).equals(png)).toBe(true);
 
+    // a backup while it runs, as docs/deployment.md shows it: into /backups, outside DATA_DIR
+    ok(await cli(["backup", "create", "/backups/site.tar.gz"]), "cli backup create");
+    expect(Bun.file(join(backups, "site.tar.gz")).size).toBeGreaterThan(png.length);
+
     // podman stop: SIGTERM to PID 1; the server drains, stops PostgreSQL and exits 0
     expect(await stopContainer(first)).toBe(0);
     const log = readFileSync(first.log, "utf8");
@@ -343,7 +352,7 @@ describe.skipIf(skip)("the container image", () => {
     expect(readFileSync(join(data, "postgres.log"), "utf8")).toContain("database system is shut down");
 
     // a new container on the same volume
-    const second = await startContainer(data, env);
+    const second = await startContainer(data, backups, env);
     await waitReady(second, url);
     const list = await fetch(`${url}/api/v1/images`, { headers: { Authorization: `Bearer ${token}`, Accept: "application/json" } });
     expect(list.status).toBe(200);
