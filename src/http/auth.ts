@@ -2,6 +2,7 @@ import { addressBucket } from "../services/address.ts";
 import type { Context, MiddlewareHandler } from "hono";
 import { getGuestGroup, type Group } from "../db/repositories/groups.ts";
 import { getSettings, type Settings } from "../db/repositories/settings.ts";
+import { isImportedAs } from "../db/repositories/imports.ts";
 import { findTokenWithOwner } from "../db/repositories/tokens.ts";
 import type { User } from "../db/repositories/users.ts";
 import type { Deps } from "../deps.ts";
@@ -91,7 +92,11 @@ export async function authenticate(deps: Deps, token: string | null, rule: Acces
   return { kind: "guest", group };
 }
 
-/** `id|raw` is looked up by id, the raw token alone by its hash; both compare hashes in constant time. */
+/**
+ * `id|raw` is looked up by id, the raw token alone by its hash; both compare hashes in constant time. A token
+ * imported from Lsky Pro keeps the `id|raw` its clients hold, where `id` is Lsky's: when ours of that id is not it,
+ * the token is found by its hash and accepted only if it was imported as that Lsky id.
+ */
 async function lookupToken(deps: Deps, token: string) {
   const bar = token.indexOf("|");
   let raw = token;
@@ -103,6 +108,10 @@ async function lookupToken(deps: Deps, token: string) {
     raw = token.slice(bar + 1);
     if (id <= 0 || id > INT4_MAX || !raw) return null;
     found = await findTokenWithOwner(deps.db, { id });
+    if (!found || !sameSecretHash(sha256Hex(raw), found.token.secretHash)) {
+      const imported = await findTokenWithOwner(deps.db, { secretHash: sha256Hex(raw) });
+      if (imported && (await isImportedAs(deps.db, "lsky", "token", id, imported.token.id))) found = imported;
+    }
     if (found && found.token.kind !== "permanent") return null;
   } else {
     found = await findTokenWithOwner(deps.db, { secretHash: sha256Hex(raw) });
