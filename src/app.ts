@@ -16,6 +16,7 @@ import { logFor } from "./observability/log.ts";
 import { registerRoutes } from "./routes/index.ts";
 import { CHEVERETO_UPLOAD_PATHS } from "./routes/compat/chevereto-upload.ts";
 import { buildServices, type Services } from "./services/index.ts";
+import { legacyLocation } from "./services/serving/legacy.ts";
 
 const apiInfo = {
   title: "Image Hosting API",
@@ -140,7 +141,14 @@ export function createApp(deps: Deps, services: Services = buildServices(deps)) 
     });
   });
 
-  app.notFound((c) => c.json(failure("Not found."), 404));
+  app.notFound(async (c) => {
+    // an imported strategy's former address (its legacy_url's path plus the object's): 301 to where it is now
+    if (c.req.method === "GET" || c.req.method === "HEAD") {
+      const location = await legacyLocation(deps, c.req.path);
+      if (location) return c.redirect(location, 301);
+    }
+    return c.json(failure("Not found."), 404);
+  });
   app.onError((err, c) => {
     if (err instanceof AppError && err.status !== 500) {
       return c.json(failure(err.message, err.errors), err.status, err.headers);

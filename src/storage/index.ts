@@ -13,6 +13,7 @@ export { isMarkerPath, MARKER, type MarkerState, markerText, readMarker, writeMa
 export const localConfigSchema = z.object({
   root: z.string().min(1).optional().describe("Directory of the objects; default DATA_DIR/uploads"),
   url: z.url().optional().describe("Public address prefix; default BASE_URL/i (served by this server)"),
+  legacy_url: z.url().optional().describe("A former public address prefix of these objects (such as Lsky Pro's): its addresses answer 301 to the current ones"),
 });
 
 export const s3ConfigSchema = z.object({
@@ -23,6 +24,7 @@ export const s3ConfigSchema = z.object({
   secret_access_key: z.string().optional(),
   prefix: z.string().optional(),
   url: z.url().describe("Public address prefix of the bucket"),
+  legacy_url: z.url().optional().describe("A former public address prefix of these objects (such as Lsky Pro's): its addresses answer 301 to the current ones"),
 });
 
 interface StorageContext {
