@@ -55,6 +55,12 @@ export const exceptions: { from: string; to: string; why: string }[] = [
   { from: "cli/commands/backup.ts", to: "services/backup/index.ts", why: "backup create/restore work on a stopped server's DATA_DIR: no API to call" },
   { from: "cli/commands/database.ts", to: "env.ts", why: "database move works on a stopped server's DATA_DIR: no API to call" },
   { from: "cli/commands/database.ts", to: "services/backup/index.ts", why: "database move works on a stopped server's DATA_DIR: no API to call" },
+  { from: "cli/commands/import.ts", to: "env.ts", why: "import lsky reads a foreign database and files into DATA_DIR / DATABASE_URL: no API to call" },
+  {
+    from: "cli/commands/import.ts",
+    to: "services/import/lsky/index.ts",
+    why: "import lsky reads a foreign database and files into DATA_DIR / DATABASE_URL: no API to call",
+  },
   {
     from: "cli/commands/storage.ts",
     to: "services/reconcile/names.ts",

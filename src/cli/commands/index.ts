@@ -5,6 +5,7 @@ import { backupCommands } from "./backup.ts";
 import { databaseCommands } from "./database.ts";
 import { groupCommands } from "./group.ts";
 import { imageCommands } from "./images.ts";
+import { importCommands } from "./import.ts";
 import { settingsCommands } from "./settings.ts";
 import { storageCommands } from "./storage.ts";
 import { strategyCommands } from "./strategy.ts";
@@ -23,5 +24,6 @@ export const commandGroups: Record<string, CommandGroup> = {
   storage: storageCommands,
   backup: backupCommands,
   database: databaseCommands,
+  import: importCommands,
   webhook: webhookCommands,
 };
