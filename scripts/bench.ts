@@ -6,7 +6,8 @@
  *   bun run bench --quick                  every part, one short round each; prints only (unless --out FILE)
  *   bun run bench --only PART              one part: core, images, pages, webhooks, memory, hostile, compare
  *   bun run bench --baseline REF           compare against commit REF (the full run then ends with compare)
- *   options: --out FILE (write there instead), --no-write
+ *   options: --out FILE (write there instead), --no-write, --rounds N (the compare's interleaved rounds; more
+ *   steady the medians on a busy machine)
  *
  * Everything runs on 127.0.0.1; every server, database and child is stopped at the end, on failure and on SIGINT too.
  */
@@ -21,6 +22,11 @@ const value = (flag: string) => (argv.includes(flag) ? argv[argv.indexOf(flag) +
 const quick = argv.includes("--quick");
 const only = value("--only");
 const baseline = value("--baseline");
+const rounds = value("--rounds") ? Number(value("--rounds")) : undefined;
+if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) {
+  console.error("bench: --rounds takes a whole number above 0");
+  process.exit(2);
+}
 const out = value("--out") ? resolve(value("--out")!) : quick || argv.includes("--no-write") ? null : join(ROOT, "BENCHMARKS.md");
 if (only !== undefined && !(only in PARTS)) {
   console.error(`bench: --only ${only}: the parts are ${Object.keys(PARTS).join(", ")}`);
@@ -30,7 +36,7 @@ const parts = (only ? [only] : Object.keys(PARTS).filter((p) => p !== "compare" 
 const command = `bun run bench${argv.length ? ` ${argv.join(" ")}` : ""}`;
 const started = performance.now();
 const log = (m: string) => console.log(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${m}`);
-const budget = parts.reduce((s, p) => s + BUDGET_S[p][quick ? 1 : 0], 60);
+const budget = parts.reduce((s, p) => s + BUDGET_S[p][quick ? 1 : 0] * (p === "compare" && rounds ? Math.max(1, rounds / 3) : 1), 60);
 const watchdog = setTimeout(() => {
   console.error(`\nbench: time budget of ${budget} s exceeded; stopping.`);
   void cleanup().finally(() => process.exit(2));
@@ -43,7 +49,7 @@ for (const part of parts) {
   const t0 = performance.now();
   log(`${part}${quick ? " (--quick)" : ""}…`);
   try {
-    const section = await PARTS[part]({ quick, command, log, tools: () => (tools ??= ensureTools()), baseline });
+    const section = await PARTS[part]({ quick, command, log, tools: () => (tools ??= ensureTools()), baseline, rounds });
     console.log(`\n${section}`);
     if (out) writeSection(out, part as Section, section);
     log(`${part}: ${((performance.now() - t0) / 1000).toFixed(0)} s${out ? `; its section written to ${out}` : ""}`);

@@ -38,6 +38,7 @@ async function worktreeOf(ref: string, dir: string): Promise<string> {
 
 export async function runCompare(o: PartOptions): Promise<string> {
   const cfg = o.quick ? { rounds: 1, seconds: 2, warmup: 1 } : { rounds: 3, seconds: 5, warmup: 2 };
+  if (o.rounds) cfg.rounds = o.rounds;
   const facts = await startFacts(o.command);
   const tools = await o.tools();
   const dir = tempDir("compare");

@@ -10,6 +10,8 @@ export interface PartOptions {
   tools: () => Promise<Tools>;
   /** `--baseline REF`: the commit the compare part measures against (HEAD when absent). */
   baseline?: string;
+  /** `--rounds N`: the compare part's interleaved rounds per cell (3 by default, 1 with --quick). */
+  rounds?: number;
 }
 
 export const PARTS = {
