@@ -1,10 +1,12 @@
 /**
  * POST /api/1/upload, the Chevereto 3/4 and ImgBB dialect: the same upload as /api/v1/upload (checks, limits,
- * metadata policy, events, cost before trust) answering in those products' formats, and one real client of it from
- * npm (imgbb-uploader's Chevereto mode) against a loopback server.
+ * metadata policy, events, cost before trust) answering in those products' formats, and real clients of it from npm
+ * against a loopback server: PicGo's picgo-plugin-web-uploader configured for Chevereto (under a stand-in for PicGo's
+ * ctx, as test/web/integrations.test.ts runs the Lsky plugin) and imgbb-uploader's Chevereto mode.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -498,7 +500,7 @@ test("a key in the query string never reaches the log", async () => {
   expect(lines.filter((l) => l.includes(secret))).toEqual([]);
 });
 
-describe("a real client from npm: imgbb-uploader in Chevereto mode", () => {
+describe("real clients from npm, against a loopback server", () => {
   let server: ReturnType<typeof Bun.serve>;
   let dir: string;
   beforeAll(() => {
@@ -510,7 +512,55 @@ describe("a real client from npm: imgbb-uploader in Chevereto mode", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test("uploads a file and a base64 string, and reads the answer it expects", async () => {
+  /**
+   * PicGo's ctx.Request.request for the request-style options the plugin passes (method, url, headers, formData with
+   * {value, options: {filename}} files, fields in their order): the form's own multipart Content-Type replaces the
+   * bare one, as the `request` library does; a non-2xx answer rejects. Returns the body as text.
+   */
+  async function picgoRequest(options: { method: string; url: string; headers: Record<string, string>; formData: Record<string, any> }) {
+    const headers = Object.fromEntries(Object.entries(options.headers).filter(([k]) => !/^content-?type$/i.test(k)));
+    const body = new FormData();
+    for (const [k, v] of Object.entries(options.formData)) {
+      if (v && typeof v === "object" && "value" in v) body.append(k, new Blob([v.value]), v.options.filename);
+      else body.append(k, String(v));
+    }
+    const res = await fetch(options.url, { method: options.method, headers, body });
+    const text = await res.text();
+    if (res.status < 200 || res.status >= 300) throw Object.assign(new Error(`${res.status} - ${text}`), { statusCode: res.status });
+    return text;
+  }
+
+  test("PicGo with picgo-plugin-web-uploader configured for Chevereto: the key as a header or a field before the file", async () => {
+    const plugin = createRequire(import.meta.url)("picgo-plugin-web-uploader") as (ctx: any) => { register: () => void };
+    const url = `http://127.0.0.1:${server.port}/api/1/upload`;
+    for (const config of [
+      { url, paramName: "source", jsonPath: "image.url", customHeader: JSON.stringify({ "X-API-Key": alice.token }) },
+      { url, paramName: "image", jsonPath: "data.url", customBody: JSON.stringify({ key: alice.token }) },
+    ]) {
+      const uploaders: Record<string, { handle: (ctx: any) => Promise<any> }> = {};
+      const notifications: unknown[] = [];
+      const picgo = {
+        getConfig: (key: string) => (key === "picBed.web-uploader" ? config : undefined),
+        helper: { uploader: { register: (name: string, u: any) => (uploaders[name] = u) } },
+        emit: (_event: string, payload: unknown) => notifications.push(payload),
+        Request: { request: picgoRequest },
+        log: { info() {}, warn() {}, error() {}, success() {} },
+        output: [{ fileName: "picgo.png", extname: ".png", buffer: Buffer.from(png), width: 64, height: 48 }] as any[],
+      };
+      plugin(picgo).register();
+      await uploaders["web-uploader"]!.handle(picgo);
+      expect(notifications).toEqual([]);
+      const imgUrl = picgo.output[0].imgUrl as string;
+      expect(imgUrl).toMatch(new RegExp(`^${BASE_URL}/i/\\d{4}/\\d{2}/\\d{2}/[A-Za-z0-9_-]{20}\\.png$`));
+      const [row] = await ctx.db
+        .select()
+        .from(images)
+        .where(eq(images.path, imgUrl.slice(`${BASE_URL}/i/`.length)));
+      expect([row!.userId, row!.originName, row!.md5]).toEqual([alice.id, "picgo.png", md5(png)]);
+    }
+  });
+
+  test("imgbb-uploader in Chevereto mode uploads a file and a base64 string, and reads the answer it expects", async () => {
     const path = join(dir, "client.png");
     writeFileSync(path, png);
     const host = `http://127.0.0.1:${server.port}`;
