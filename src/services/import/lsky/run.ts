@@ -538,7 +538,7 @@ class Run {
     }
     const albumId = this.idOf("album", image.albumId) ?? null;
     if (image.albumId !== null && albumId === null)
-      this.note(`Images whose album was not imported are kept outside any album (image ${image.key}, album ${image.albumId}).`);
+      this.note(`Album ${image.albumId} was not imported (${this.whyNot("album", image.albumId)}): its images are kept outside any album.`);
     const extension = image.extension || image.name.split(".").pop()!.toLowerCase();
     const mimetype = canonicalMime(extension);
     if (!mimetype) {
