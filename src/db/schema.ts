@@ -34,7 +34,11 @@ export const settings = pgTable("settings", {
   accentColor: text("accent_color").notNull().default(""),
   // the pages' language when neither the account nor the browser chooses one
   defaultLocale: text("default_locale").notNull().default("en"),
+  // who must sign in with a second factor (docs/decisions/sign-in-core.md): nobody more, administrators, everyone
+  requireSecondFactor: text("require_second_factor").$type<SecondFactorRequirement>().notNull().default("off"),
 });
+
+export type SecondFactorRequirement = "off" | "admins" | "everyone";
 
 type ReviewProvider = "none" | "webhook";
 type UserRole = "user" | "admin";
@@ -179,6 +183,8 @@ export const sessions = pgTable(
     createdAt: createdAt(),
     lastSeenAt: timestamp("last_seen_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    // how it signed in: password, password+totp, password+passkey, password+recovery, passkey, oidc:<provider>…
+    method: text("method").notNull().default("password"),
   },
   (t) => [uniqueIndex("sessions_secret_hash_key").on(t.secretHash), index("sessions_user_idx").on(t.userId), index("sessions_expires_at_idx").on(t.expiresAt)],
 );
@@ -489,4 +495,102 @@ export const importedRecords = pgTable(
     primaryKey({ columns: [t.source, t.kind, t.sourceId] }),
     check("imported_records_kind_check", sql`${t.kind} in ('strategy', 'group', 'user', 'album', 'image', 'token')`),
   ],
+);
+
+/**
+ * A sign-in under way (docs/decisions/sign-in-core.md): the first step passed (a password, a provider) and a second
+ * factor or an enrolment is still due, or a passwordless passkey ceremony started. Bound to the browser by a cookie
+ * whose secret is stored hashed; it is no session: it opens no page, and the session's own secret is made only when
+ * the sign-in completes. Lives ten minutes.
+ */
+export const pendingSignIns = pgTable(
+  "pending_sign_ins",
+  {
+    id: serial("id").primaryKey(),
+    secretHash: text("secret_hash").notNull(),
+    // null while a passwordless passkey ceremony has not named its account yet
+    userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
+    // "second_factor" (the account has one), "enrol" (the site requires one, the account has none), "passkey"
+    stage: text("stage").$type<"second_factor" | "enrol" | "passkey">().notNull(),
+    // the first step: password, oidc:<provider>…
+    method: text("method").notNull().default(""),
+    next: text("next").notNull().default(""),
+    // wrong codes sent in this sign-in: five end it
+    failures: integer("failures").notNull().default(0),
+    ip: text("ip").notNull().default(""),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [uniqueIndex("pending_sign_ins_secret_hash_key").on(t.secretHash), index("pending_sign_ins_expires_at_idx").on(t.expiresAt)],
+);
+
+/**
+ * An account's TOTP authenticator (RFC 6238), at most one. The secret must be read back to check codes, so it is
+ * sealed like the webhook signing secrets (webhooks/secret-box.ts). `confirmedAt` is null until a first code proves
+ * the authenticator holds it; `lastStep` is the time step of the last code accepted: a code of that step or an
+ * earlier one is refused (no replay).
+ */
+export const totpAuthenticators = pgTable("totp_authenticators", {
+  userId: integer("user_id")
+    .primaryKey()
+    .references(() => users.id, { onDelete: "cascade" }),
+  secret: text("secret").notNull(),
+  lastStep: bigint("last_step", { mode: "number" }),
+  confirmedAt: timestamp("confirmed_at", { withTimezone: true, mode: "date" }),
+  createdAt: createdAt(),
+});
+
+/** Ten one-time recovery codes per account, made with its TOTP authenticator: SHA-256 of each stored, used once. */
+export const recoveryCodes = pgTable(
+  "recovery_codes",
+  {
+    id: serial("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    codeHash: text("code_hash").notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [index("recovery_codes_user_idx").on(t.userId), uniqueIndex("recovery_codes_hash_key").on(t.userId, t.codeHash)],
+);
+
+/** An account's passkeys (WebAuthn credentials), each named by its owner: a second factor and a passwordless sign-in. */
+export const passkeys = pgTable(
+  "passkeys",
+  {
+    id: serial("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    // the credential's id, base64url, as the authenticator gives it
+    credentialId: text("credential_id").notNull(),
+    // the COSE public key, base64url
+    publicKey: text("public_key").notNull(),
+    // the authenticator's signature counter: one that does not move forward is refused (a cloned key)
+    counter: bigint("counter", { mode: "number" }).notNull().default(0),
+    transports: jsonb("transports").$type<string[]>().notNull().default(sql`'[]'::jsonb`),
+    name: text("name").notNull(),
+    backedUp: boolean("backed_up").notNull().default(false),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [uniqueIndex("passkeys_credential_id_key").on(t.credentialId), index("passkeys_user_idx").on(t.userId)],
+);
+
+/**
+ * A WebAuthn challenge given out and not yet answered: bound to the session (a passkey being added) or to the pending
+ * sign-in that asked for it, taken (deleted) by the answer whatever its outcome, so a challenge is used once.
+ */
+export const passkeyChallenges = pgTable(
+  "passkey_challenges",
+  {
+    challenge: text("challenge").primaryKey(),
+    purpose: text("purpose").$type<"register" | "authenticate">().notNull(),
+    userId: integer("user_id").references(() => users.id, { onDelete: "cascade" }),
+    sessionId: integer("session_id").references(() => sessions.id, { onDelete: "cascade" }),
+    pendingId: integer("pending_id").references(() => pendingSignIns.id, { onDelete: "cascade" }),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [index("passkey_challenges_expires_at_idx").on(t.expiresAt)],
 );
