@@ -34,6 +34,16 @@ export const settings = pgTable("settings", {
   accentColor: text("accent_color").notNull().default(""),
   // the pages' language when neither the account nor the browser chooses one
   defaultLocale: text("default_locale").notNull().default("en"),
+  // the SMTP server of the site's mail (services/mail/config.ts); SMTP_HOST in the environment wins over these
+  smtpHost: text("smtp_host").notNull().default(""),
+  smtpPort: integer("smtp_port").notNull().default(587),
+  smtpSecurity: text("smtp_security").notNull().default("starttls"),
+  smtpUsername: text("smtp_username").notNull().default(""),
+  // sealed with the site's secret key (webhooks/secret-box.ts); never returned
+  smtpPasswordSealed: text("smtp_password_sealed"),
+  mailFrom: text("mail_from").notNull().default(""),
+  // accounts made by sign-up upload nothing until they confirm their email address (services/mail/verification.ts)
+  emailVerification: boolean("email_verification").notNull().default(false),
   // who must sign in with a second factor (docs/decisions/sign-in-core.md): nobody more, administrators, everyone
   requireSecondFactor: text("require_second_factor").$type<SecondFactorRequirement>().notNull().default("off"),
 });
@@ -153,6 +163,8 @@ export const users = pgTable(
     role: text("role").$type<UserRole>().notNull().default("user"),
     // the pages' language this account chose; null = the browser's, then the site's
     locale: text("locale"),
+    // false only for an account made by sign-up while email verification is on, until it follows the mailed link
+    emailVerified: boolean("email_verified").notNull().default(true),
     createdAt: createdAt(),
   },
   (t) => [
@@ -397,6 +409,53 @@ export const passwordLinks = pgTable(
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("password_links_token_hash_key").on(t.tokenHash), index("password_links_user_idx").on(t.userId)],
+);
+
+/**
+ * Links that confirm an account's email address (services/mail/verification.ts): valid for a day, used once, only
+ * the SHA-256 of the secret stored; `email` is the address it was sent to (an email change voids it).
+ */
+export const emailVerifications = pgTable(
+  "email_verifications",
+  {
+    id: serial("id").primaryKey(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    email: text("email").notNull(),
+    tokenHash: text("token_hash").notNull(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    usedAt: timestamp("used_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("email_verifications_token_hash_key").on(t.tokenHash), index("email_verifications_user_idx").on(t.userId, t.createdAt)],
+);
+
+/**
+ * Invitations to sign up (services/invitations.ts): a number of uses, an expiry, the group the accounts join. Only
+ * the SHA-256 of the code is stored. A use is charged by a conditional UPDATE (`uses < max_uses`), and the check
+ * holds the bound in the database as well.
+ */
+export const invitations = pgTable(
+  "invitations",
+  {
+    id: serial("id").primaryKey(),
+    codeHash: text("code_hash").notNull(),
+    groupId: integer("group_id")
+      .notNull()
+      .references(() => groups.id, { onDelete: "cascade" }),
+    maxUses: integer("max_uses").notNull(),
+    uses: integer("uses").notNull().default(0),
+    note: text("note").notNull().default(""),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("invitations_code_hash_key").on(t.codeHash),
+    check("invitations_uses_check", sql`${t.uses} >= 0 and ${t.uses} <= ${t.maxUses}`),
+    check("invitations_max_uses_check", sql`${t.maxUses} >= 1`),
+  ],
 );
 
 /** What an event can be about. */
