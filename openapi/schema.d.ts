@@ -1657,7 +1657,7 @@ export interface components {
             name: string;
             /** @enum {string} */
             driver: "local" | "s3";
-            /** @description local: `{root?, url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}` */
+            /** @description local: `{root?, url?, legacy_url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?, legacy_url?}`. `legacy_url`: a former public prefix of the objects (an imported Lsky Pro strategy's), whose addresses answer 301 to the current ones */
             config?: {
                 [key: string]: unknown;
             };
@@ -1669,7 +1669,7 @@ export interface components {
             name?: string;
             /** @enum {string} */
             driver?: "local" | "s3";
-            /** @description local: `{root?, url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}` */
+            /** @description local: `{root?, url?, legacy_url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?, legacy_url?}`. `legacy_url`: a former public prefix of the objects (an imported Lsky Pro strategy's), whose addresses answer 301 to the current ones */
             config?: {
                 [key: string]: unknown;
             };

@@ -230,7 +230,7 @@ export const StrategyInput = z
     driver: z.enum(["local", "s3"]),
     config: z.record(z.string(), z.unknown()).openapi({
       description:
-        "local: `{root?, url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?}`",
+        "local: `{root?, url?, legacy_url?}` (defaults DATA_DIR/uploads and BASE_URL/i); s3: `{bucket, url, endpoint?, region?, access_key_id?, secret_access_key?, prefix?, legacy_url?}`. `legacy_url`: a former public prefix of the objects (an imported Lsky Pro strategy's), whose addresses answer 301 to the current ones",
     }),
     quota_kb: z.number().int().min(0).nullable().openapi({ description: "null = unlimited" }),
     enabled: z.boolean(),
