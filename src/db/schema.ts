@@ -44,6 +44,8 @@ export const settings = pgTable("settings", {
   mailFrom: text("mail_from").notNull().default(""),
   // accounts made by sign-up upload nothing until they confirm their email address (services/mail/verification.ts)
   emailVerification: boolean("email_verification").notNull().default(false),
+  // the sign-in page offers the password form; off: only the identity providers' buttons (docs/single-sign-on.md)
+  passwordSignIn: boolean("password_sign_in").notNull().default(true),
   // who must sign in with a second factor (docs/decisions/sign-in-core.md): nobody more, administrators, everyone
   requireSecondFactor: text("require_second_factor").$type<SecondFactorRequirement>().notNull().default("off"),
 });
@@ -652,4 +654,115 @@ export const passkeyChallenges = pgTable(
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
   },
   (t) => [index("passkey_challenges_expires_at_idx").on(t.expiresAt)],
+);
+
+/**
+ * OpenID Connect providers the sign-in page offers (docs/single-sign-on.md). The client secret is sealed like the
+ * webhook secrets (webhooks/secret-box.ts) and never answered by the admin API. `slug` names the callback,
+ * BASE_URL/user/oidc/<slug>/callback, the redirect URI registered at the provider.
+ */
+export const oidcProviders = pgTable(
+  "oidc_providers",
+  {
+    id: serial("id").primaryKey(),
+    slug: text("slug").notNull(),
+    label: text("label").notNull(),
+    issuer: text("issuer").notNull(),
+    clientId: text("client_id").notNull(),
+    // sealed; "" = none (a public client)
+    clientSecret: text("client_secret").notNull().default(""),
+    scopes: text("scopes").notNull().default("openid profile email"),
+    usernameClaim: text("username_claim").notNull().default("preferred_username"),
+    emailClaim: text("email_claim").notNull().default("email"),
+    // the claim listing the person's groups at the provider; null = roles and groups are not taken from it
+    groupsClaim: text("groups_claim"),
+    // a value of the groups claim that makes the account an administrator (and its absence a user); null = the role is left alone
+    adminGroup: text("admin_group"),
+    // values of the groups claim that put the account in a group of ours: the first that matches wins
+    groupMap: jsonb("group_map").$type<{ value: string; groupId: number }[]>().notNull().default(sql`'[]'::jsonb`),
+    // a person the site does not know yet gets an account; off: a clear refusal
+    autoProvision: boolean("auto_provision").notNull().default(false),
+    enabled: boolean("enabled").notNull().default(true),
+    createdAt: createdAt(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("oidc_providers_slug_key").on(t.slug)],
+);
+
+/**
+ * An account's identity at a provider, keyed by the ID token's issuer and subject: never by an email or an address.
+ * An account holds at most one identity per provider, so two identities racing to link one account cannot both win.
+ */
+export const oidcIdentities = pgTable(
+  "oidc_identities",
+  {
+    id: serial("id").primaryKey(),
+    providerId: integer("provider_id")
+      .notNull()
+      .references(() => oidcProviders.id, { onDelete: "cascade" }),
+    issuer: text("issuer").notNull(),
+    subject: text("subject").notNull(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    // the email the provider gave at the last sign-in, for the account page and the audit log
+    email: text("email").notNull().default(""),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    uniqueIndex("oidc_identities_issuer_subject_key").on(t.issuer, t.subject),
+    uniqueIndex("oidc_identities_provider_user_key").on(t.providerId, t.userId),
+    index("oidc_identities_user_idx").on(t.userId),
+  ],
+);
+
+/**
+ * A provider sign-in under way: the `state` sent (its SHA-256), the `nonce` and PKCE verifier to check the answer
+ * with, and the browser it was started in (the SHA-256 of its flow cookie's secret). Deleted when the callback reads
+ * it: each is used once. Lives ten minutes.
+ */
+export const oidcFlows = pgTable(
+  "oidc_flows",
+  {
+    stateHash: text("state_hash").primaryKey(),
+    browserHash: text("browser_hash").notNull(),
+    providerId: integer("provider_id")
+      .notNull()
+      .references(() => oidcProviders.id, { onDelete: "cascade" }),
+    nonce: text("nonce").notNull(),
+    codeVerifier: text("code_verifier").notNull(),
+    next: text("next").notNull().default(""),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [index("oidc_flows_expires_at_idx").on(t.expiresAt)],
+);
+
+/**
+ * A new identity waiting to be linked to the account that has its (provider-verified) email: linked once the person
+ * signs in to that account with its password in the same browser. Used once; five wrong passwords end it; lives ten
+ * minutes.
+ */
+export const oidcLinkRequests = pgTable(
+  "oidc_link_requests",
+  {
+    id: serial("id").primaryKey(),
+    // the SHA-256 of the browser's flow cookie's secret: one request per browser
+    browserHash: text("browser_hash").notNull(),
+    providerId: integer("provider_id")
+      .notNull()
+      .references(() => oidcProviders.id, { onDelete: "cascade" }),
+    issuer: text("issuer").notNull(),
+    subject: text("subject").notNull(),
+    email: text("email").notNull(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    next: text("next").notNull().default(""),
+    failures: integer("failures").notNull().default(0),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [uniqueIndex("oidc_link_requests_browser_hash_key").on(t.browserHash), index("oidc_link_requests_expires_at_idx").on(t.expiresAt)],
 );
