@@ -344,7 +344,7 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
         return (await fetch(`${origin}/docs`)).status;
       });
     expect(status).toBe(200);
-    await expect(page.title()).resolves.toBe("Image Hosting API");
+    await expect(page.title()).resolves.toBe("Picshelf API");
 
     const scripts = await page.evaluate(() => Array.from(document.scripts, (s) => s.src).filter(Boolean));
     expect(scripts).toEqual([`${origin}/docs/scalar.js`]);

@@ -675,6 +675,12 @@ describe("settings", () => {
       api_enabled: true,
       guest_upload_enabled: !before.guest_upload_enabled,
       registration_enabled: !before.registration_enabled,
+      // the site's identity, untouched by a form that does not send it
+      site_name: "",
+      site_logo: null,
+      site_favicon: null,
+      accent_color: "",
+      default_locale: "en",
     });
     const entry = await expectAudited("PATCH /api/admin/settings", admin);
     expect(entry.detail).toEqual({ api_enabled: true, guest_upload_enabled: !before.guest_upload_enabled, registration_enabled: !before.registration_enabled });

@@ -1,6 +1,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { Scalar } from "@scalar/hono-api-reference";
+import type { MiddlewareHandler } from "hono";
+import { currentSettings } from "../../http/auth.ts";
 import type { AppEnv } from "../../http/types.ts";
+import { identityOf } from "../../web/site.ts";
 
 // @scalar/api-reference's standalone bundle, vendored by `bun run vendor:scalar` (docs/decisions/vendored-scalar-bundle.md)
 const scalarBundle = Bun.file(new URL("../../web/assets/vendor/scalar/standalone.js", import.meta.url));
@@ -20,28 +23,44 @@ const noExternalService = "/docs/no-external-services";
  * turned off. Its own client ("Test Request") still sends to the servers the spec names, from the browser.
  * Options: @scalar/types dist/api-reference/{base-configuration,api-reference-configuration,source-configuration}.d.ts.
  */
-const reference = Scalar<AppEnv>({
-  url: "/api/v1/openapi.json",
-  cdn: "/docs/scalar.js",
-  pageTitle: "Image Hosting API",
-  favicon: "/favicon.svg",
-  // no web fonts from fonts.scalar.com
-  withDefaultFonts: false,
-  // "Ask AI": a chat with Scalar's agent that uploads the document (shown by default on localhost)
-  agent: { disabled: true },
-  // "Generate MCP" / VS Code / Cursor: posts the whole document to api.scalar.com through proxy.scalar.com
-  mcp: { disabled: true },
-  // the localhost toolbar's Share and Deploy upload the document to api.scalar.com too
-  showDeveloperTools: "never",
-  // "Open API Client" links to client.scalar.com with the spec's address; "Test Request" stays
-  hideClientButton: true,
-  // requests from the client go straight to the server, never through a proxy ("" = none, whatever the layout)
-  proxyUrl: "",
-  telemetry: false,
-  externalUrls: { dashboardUrl: noExternalService, registryUrl: noExternalService, proxyUrl: noExternalService, apiBaseUrl: noExternalService },
-  // the sidebar's "Powered by Scalar" is a link to www.scalar.com: the only way off the page left in its chrome
-  customCss: '.darklight-reference a[href^="http"] { display: none; }',
-});
+const referenceFor = (site: { name: string; favicon: string }) =>
+  Scalar<AppEnv>({
+    url: "/api/v1/openapi.json",
+    cdn: "/docs/scalar.js",
+    // the site's own name (settings, docs/decisions/pages-design-system.md)
+    pageTitle: `${site.name} API`,
+    favicon: site.favicon,
+    // no web fonts from fonts.scalar.com
+    withDefaultFonts: false,
+    // "Ask AI": a chat with Scalar's agent that uploads the document (shown by default on localhost)
+    agent: { disabled: true },
+    // "Generate MCP" / VS Code / Cursor: posts the whole document to api.scalar.com through proxy.scalar.com
+    mcp: { disabled: true },
+    // the localhost toolbar's Share and Deploy upload the document to api.scalar.com too
+    showDeveloperTools: "never",
+    // "Open API Client" links to client.scalar.com with the spec's address; "Test Request" stays
+    hideClientButton: true,
+    // requests from the client go straight to the server, never through a proxy ("" = none, whatever the layout)
+    proxyUrl: "",
+    telemetry: false,
+    externalUrls: { dashboardUrl: noExternalService, registryUrl: noExternalService, proxyUrl: noExternalService, apiBaseUrl: noExternalService },
+    // the sidebar's "Powered by Scalar" is a link to www.scalar.com: the only way off the page left in its chrome
+    customCss: '.darklight-reference a[href^="http"] { display: none; }',
+  });
+
+/** One page handler per name and icon of the site (they change only when an administrator changes them). */
+const references = new Map<string, ReturnType<typeof referenceFor>>();
+const reference: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const { site } = identityOf(await currentSettings(c.get("deps")));
+  const key = `${site.name}\n${site.favicon}`;
+  let handler = references.get(key);
+  if (!handler) {
+    if (references.size > 20) references.clear();
+    handler = referenceFor(site);
+    references.set(key, handler);
+  }
+  return handler(c, next);
+};
 
 export function register(app: OpenAPIHono<AppEnv>) {
   app.get(

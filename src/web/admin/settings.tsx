@@ -6,7 +6,7 @@
 import type { Context, Hono } from "hono";
 import { getSettings } from "../../db/repositories/settings.ts";
 import { formField, readForm } from "../form.ts";
-import { FormToken, Notice } from "../components/index.ts";
+import { aria, FieldError, FormToken, Hint, Notice, Select, TextInput } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi } from "./api.ts";
 import { errorsOf, type Shown } from "./groups.tsx";
@@ -24,8 +24,79 @@ const SWITCHES = [
   { name: "registration_enabled", label: "Registration", hint: "Visitors may create their own account on the sign-up page; it joins the default group." },
 ] as const;
 
+/** The identity fields: text as sent to PATCH /api/admin/settings (images as data: URLs; app.js fills them from a file). */
+const IDENTITY = ["site_name", "accent_color", "default_locale", "site_logo", "site_favicon"] as const;
+
+function Identity({ values, errors }: { values: Record<string, string>; errors: Record<string, string> }) {
+  const image = (name: "site_logo" | "site_favicon", label: string, hint: string) => (
+    <div class="field">
+      <label for={`settings-${name}`}>{label}</label>
+      <input
+        type="file"
+        id={`settings-${name}-file`}
+        accept="image/png,image/jpeg,image/gif,image/webp,image/x-icon"
+        data-data-url={`settings-${name}`}
+        aria-label={`${label}: choose a file`}
+      />
+      <textarea id={`settings-${name}`} name={name} rows={2} spellcheck={false} {...aria(`settings-${name}`, hint, errors[name])}>
+        {values[name] ?? ""}
+      </textarea>
+      <Hint id={`settings-${name}`} hint={hint} />
+      <FieldError id={`settings-${name}`} error={errors[name]} />
+    </div>
+  );
+  return (
+    <fieldset class="admin-fieldset">
+      <legend>The site's identity</legend>
+      <TextInput
+        id="settings-site_name"
+        name="site_name"
+        label="Site name"
+        value={values.site_name}
+        error={errors.site_name}
+        hint="In the header, the page titles, the sign-in page and the API reference; empty: Picshelf."
+        attrs={{ maxlength: 60 }}
+      />
+      <TextInput
+        id="settings-accent_color"
+        name="accent_color"
+        label="Accent colour"
+        value={values.accent_color}
+        error={errors.accent_color}
+        hint="#rrggbb, adjusted for contrast in light and dark; empty: the default blue."
+        attrs={{ maxlength: 7, placeholder: "#1f5fbf" }}
+      />
+      <Select
+        id="settings-default_locale"
+        name="default_locale"
+        label="Default language of the pages"
+        value={values.default_locale}
+        error={errors.default_locale}
+        options={[
+          ["en", "English"],
+          ["zh-CN", "简体中文"],
+        ]}
+        hint="For visitors whose account and browser choose none of the site's languages."
+      />
+      {image(
+        "site_logo",
+        "Logo",
+        "A PNG, JPEG, GIF, WebP or ICO image of at most 24 KB, kept in the settings (choose a file, or paste a data: URL); empty: the default mark.",
+      )}
+      {image("site_favicon", "Favicon", "The same, at most 8 KB; empty: the default icon.")}
+    </fieldset>
+  );
+}
+
 async function render(c: Context<SignedInEnv>, shown?: Shown, status: 200 | 400 | 415 | 422 = 200) {
   const settings = await getSettings(c.get("deps").db);
+  const identity: Record<string, string> = shown?.values ?? {
+    site_name: settings.siteName,
+    accent_color: settings.accentColor,
+    default_locale: settings.defaultLocale,
+    site_logo: settings.siteLogo ?? "",
+    site_favicon: settings.siteFavicon ?? "",
+  };
   const values: Record<string, boolean> = {
     api_enabled: settings.apiEnabled,
     guest_upload_enabled: settings.guestUploadEnabled,
@@ -72,6 +143,7 @@ async function render(c: Context<SignedInEnv>, shown?: Shown, status: 200 | 400 
             );
           })}
         </fieldset>
+        <Identity values={identity} errors={shown?.errors.fields ?? {}} />
         <div class="buttons admin-buttons">
           <button type="submit" class="primary">
             Save the settings
@@ -87,19 +159,22 @@ export function register(web: Hono<WebEnv>) {
   web.get("/admin/settings", requireAdminSession, (c) => render(c));
   web.post("/admin/settings", requireAdminSession, async (c) => {
     const form = await readForm(c);
-    const input = Object.fromEntries(SWITCHES.map((s) => [s.name, formField(form, s.name) === "1"]));
+    const input: Record<string, unknown> = Object.fromEntries(SWITCHES.map((s) => [s.name, formField(form, s.name) === "1"]));
+    // the identity fields a form sent (the page sends all of them): an empty image is none
+    for (const name of IDENTITY) if (name in form) input[name] = formField(form, name).trim();
+    for (const name of ["site_logo", "site_favicon"]) if (input[name] === "") input[name] = null;
     const answer = await adminApi(c, "PATCH", "/api/admin/settings", input);
     if (!answer.ok) {
       if (answer.status >= 500) throw new Error(`the admin API answered ${answer.status}: ${answer.message}`);
-      const values = Object.fromEntries(SWITCHES.map((s) => [s.name, formField(form, s.name) === "1" ? "1" : ""]));
+      const values = Object.fromEntries([
+        ...SWITCHES.map((s) => [s.name, formField(form, s.name) === "1" ? "1" : ""]),
+        ...IDENTITY.map((name) => [name, formField(form, name)]),
+      ]);
       return render(
         c,
         {
           values,
-          errors: errorsOf(
-            answer,
-            SWITCHES.map((s) => s.name),
-          ),
+          errors: errorsOf(answer, [...SWITCHES.map((s) => s.name), ...IDENTITY]),
         },
         [400, 415].includes(answer.status) ? (answer.status as 400 | 415) : 422,
       );

@@ -217,3 +217,17 @@ function tabs() {
   }
 }
 tabs();
+
+// a file chosen for a field that takes a data: URL (the site's logo and favicon) fills that field
+document.addEventListener("change", (event) => {
+  const input = event.target;
+  if (!(input instanceof HTMLInputElement) || input.type !== "file" || !input.dataset.dataUrl) return;
+  const target = document.getElementById(input.dataset.dataUrl);
+  const file = input.files?.[0];
+  if (!target || !file) return;
+  const reader = new FileReader();
+  reader.onload = () => {
+    target.value = String(reader.result || "");
+  };
+  reader.readAsDataURL(file);
+});

@@ -1,6 +1,18 @@
 import { z } from "@hono/zod-openapi";
 import type { getSettings } from "../../../db/repositories/settings.ts";
 import { envelope } from "../../../http/schemas.ts";
+import { ACCENT_PATTERN, parseSiteImage, SITE_IMAGE_MAX, SITE_NAME_MAX } from "../../../http/site-identity.ts";
+
+const siteImage = (which: keyof typeof SITE_IMAGE_MAX, description: string) =>
+  z
+    .string()
+    .max(Math.ceil((SITE_IMAGE_MAX[which] * 4) / 3) + 64)
+    .superRefine((value, ctx) => {
+      const parsed = parseSiteImage(value, SITE_IMAGE_MAX[which]);
+      if ("error" in parsed) ctx.addIssue({ code: "custom", message: parsed.error });
+    })
+    .nullable()
+    .openapi({ description, example: "data:image/png;base64,iVBORw0KGgo=" });
 
 export const Settings = z
   .object({
@@ -9,6 +21,21 @@ export const Settings = z
     registration_enabled: z
       .boolean()
       .openapi({ description: "Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group" }),
+    site_name: z
+      .string()
+      .trim()
+      .max(SITE_NAME_MAX)
+      .refine((s) => !/\p{Cc}/u.test(s), "The name must not contain control characters.")
+      .openapi({ description: "The site's name in the pages' header and titles, the sign-in page and the API reference; empty = the default name" }),
+    site_logo: siteImage("logo", "The logo beside the name: a data: URL of a PNG, JPEG, GIF, WebP or ICO image of at most 24 KB; null = the default mark"),
+    site_favicon: siteImage("favicon", "The pages' icon: a data: URL of a PNG, JPEG, GIF, WebP or ICO image of at most 8 KB; null = the default icon"),
+    accent_color: z
+      .string()
+      .refine((s) => s === "" || ACCENT_PATTERN.test(s), "Give the colour as #rrggbb, or empty for the default.")
+      .openapi({ description: "The pages' accent colour as #rrggbb (adjusted for contrast in light and dark); empty = the default", example: "#1f5fbf" }),
+    default_locale: z
+      .enum(["en", "zh-CN"])
+      .openapi({ description: "The pages' language for visitors whose account and browser choose none of the site's languages" }),
   })
   .openapi("Settings");
 
@@ -18,4 +45,9 @@ export const toOutput = (s: Awaited<ReturnType<typeof getSettings>>) => ({
   api_enabled: s.apiEnabled,
   guest_upload_enabled: s.guestUploadEnabled,
   registration_enabled: s.registrationEnabled,
+  site_name: s.siteName,
+  site_logo: s.siteLogo,
+  site_favicon: s.siteFavicon,
+  accent_color: s.accentColor,
+  default_locale: s.defaultLocale as "en" | "zh-CN",
 });

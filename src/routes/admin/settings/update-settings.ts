@@ -13,7 +13,8 @@ export function register(app: OpenAPIHono<AppEnv>) {
       path: "/api/admin/settings",
       operationId: "adminUpdateSettings",
       summary: "Change the site settings",
-      description: "Changes the named switches; omitted ones stay as they are.",
+      description:
+        "Changes the named switches and the site's identity (name, logo, favicon, accent colour, default language of the pages); omitted ones stay as they are.",
       request: { body: jsonBody(Settings.partial().strict().openapi("SettingsInput")) },
       responses: { ...okResponse(SettingsResponse, "The settings"), ...errorResponses(400, 401, 415, 422, 500) },
     }),
@@ -23,6 +24,11 @@ export function register(app: OpenAPIHono<AppEnv>) {
         apiEnabled: body.api_enabled,
         guestUploadEnabled: body.guest_upload_enabled,
         registrationEnabled: body.registration_enabled,
+        siteName: body.site_name,
+        siteLogo: body.site_logo,
+        siteFavicon: body.site_favicon,
+        accentColor: body.accent_color,
+        defaultLocale: body.default_locale,
       });
       return respond(c, toOutput(s));
     },
