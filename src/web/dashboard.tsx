@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import { getUser } from "../db/repositories/users.ts";
 import { toProfile } from "../http/profile-resource.ts";
 import { formatBytes, Layout, Notice } from "./components/index.ts";
+import { num, rich, t } from "./i18n/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** The avatar the account set, or its initial: the default Gravatar address would tell a third party who visits, and fails on a closed network. */
@@ -25,11 +26,9 @@ export function register(web: Hono<WebEnv>) {
     const usedBytes = profile.size * 1024;
     const percent = capacityBytes > 0 ? Math.min(100, (usedBytes / capacityBytes) * 100) : 100;
     return c.html(
-      <Layout title="Dashboard" signedIn={signedIn} active="dashboard">
-        {c.req.query("welcome") !== undefined && (
-          <Notice kind="success">Your account is ready. Upload an image, or create an API token for your uploader.</Notice>
-        )}
-        <section class="card profile" aria-label="Profile">
+      <Layout title={t("dashboard.title")} signedIn={signedIn} active="dashboard">
+        {c.req.query("welcome") !== undefined && <Notice kind="success">{t("dashboard.welcome")}</Notice>}
+        <section class="card profile" aria-label={t("dashboard.profile")}>
           <Avatar name={profile.name} avatar={user.avatar} />
           <div>
             <p class="name">{profile.name}</p>
@@ -39,14 +38,17 @@ export function register(web: Hono<WebEnv>) {
           </div>
         </section>
         <section class="card" aria-labelledby="storage-title">
-          <h2 id="storage-title">Storage</h2>
+          <h2 id="storage-title">{t("dashboard.storage")}</h2>
           <p>
-            <strong data-testid="used">{formatBytes(usedBytes)}</strong> used of <strong data-testid="capacity">{formatBytes(capacityBytes)}</strong> (
-            {percent < 1 && usedBytes > 0 ? "<1" : Math.round(percent)}%)
+            {rich("dashboard.used", {
+              used: <strong data-testid="used">{formatBytes(usedBytes)}</strong>,
+              capacity: <strong data-testid="capacity">{formatBytes(capacityBytes)}</strong>,
+              percent: percent < 1 && usedBytes > 0 ? "<1" : num(Math.round(percent)),
+            })}
           </p>
           <meter
             class="bar"
-            aria-label="Used space"
+            aria-label={t("dashboard.usedSpace")}
             min={0}
             max={Math.max(capacityBytes, 1)}
             low={capacityBytes * 0.75}
@@ -54,41 +56,39 @@ export function register(web: Hono<WebEnv>) {
             optimum={0}
             value={Math.min(usedBytes, Math.max(capacityBytes, 1))}
           >
-            {`${formatBytes(usedBytes)} of ${formatBytes(capacityBytes)}`}
+            {t("dashboard.usedOf", { used: formatBytes(usedBytes), capacity: formatBytes(capacityBytes) })}
           </meter>
           <dl class="stats">
             <div>
-              <dt>Images</dt>
-              <dd data-testid="image-num">{profile.image_num}</dd>
+              <dt>{t("dashboard.images")}</dt>
+              <dd data-testid="image-num">{num(profile.image_num)}</dd>
             </div>
             <div>
-              <dt>Albums</dt>
-              <dd data-testid="album-num">{profile.album_num}</dd>
+              <dt>{t("dashboard.albums")}</dt>
+              <dd data-testid="album-num">{num(profile.album_num)}</dd>
             </div>
           </dl>
         </section>
         <section class="card" aria-labelledby="next-title">
-          <h2 id="next-title">Get going</h2>
+          <h2 id="next-title">{t("dashboard.next")}</h2>
           <ul class="actions">
             <li>
               <a class="button primary" href={`${BASE}/upload`}>
-                Upload images
+                {t("dashboard.upload")}
               </a>
             </li>
             <li>
               <a class="button" href={`${BASE}/images`}>
-                Your images
+                {t("dashboard.yourImages")}
               </a>
             </li>
             <li>
               <a class="button" href={`${BASE}/tokens`}>
-                Create an API token
+                {t("dashboard.createToken")}
               </a>
             </li>
           </ul>
-          <p class="muted">
-            Uploaders and scripts use the API at <code>{config.baseUrl}/api/v1</code> with a token: see the <a href="/docs">API reference</a>.
-          </p>
+          <p class="muted">{rich("dashboard.api", { api: <code>{config.baseUrl}/api/v1</code>, docs: (chunks) => <a href="/docs">{chunks}</a> })}</p>
         </section>
       </Layout>,
     );

@@ -7,6 +7,7 @@ import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../ht
 import { verifyPassword } from "../services/passwords.ts";
 import { endSession, isFormTokenOf, resolveSession, startSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
+import { rich, t } from "./i18n/index.ts";
 import { Field, Layout, Notice } from "./components/index.ts";
 import {
   BASE,
@@ -50,29 +51,23 @@ interface LoginForm {
 
 function LoginPage({ login = "", next, error, info, registration }: LoginForm) {
   return (
-    <Layout title="Sign in">
+    <Layout title={t("auth.signIn")}>
       {error && <Notice kind="error">{error}</Notice>}
       {info && <Notice kind="info">{info}</Notice>}
       <form class="card narrow" method="post" action={`${BASE}/login`}>
         {next && <input type="hidden" name="next" value={next} />}
-        <Field label="Username or email" id="login">
+        <Field label={t("auth.login")} id="login">
           <input id="login" name="login" type="text" value={login} autocomplete="username" required maxlength={MAX_LOGIN} autofocus={!login} />
         </Field>
-        <Field label="Password" id="password">
+        <Field label={t("auth.password")} id="password">
           <input id="password" name="password" type="password" autocomplete="current-password" required maxlength={MAX_PASSWORD} autofocus={!!login} />
         </Field>
         <button type="submit" class="primary">
-          Sign in
+          {t("auth.signIn")}
         </button>
       </form>
       <p class="narrow muted">
-        {registration ? (
-          <>
-            No account yet? <a href={`${BASE}/register`}>Create one</a>.
-          </>
-        ) : (
-          "No account yet? Ask the administrator of this site for one."
-        )}
+        {registration ? rich("auth.noAccountOpen", { a: (chunks) => <a href={`${BASE}/register`}>{chunks}</a> }) : t("auth.noAccountClosed")}
       </p>
     </Layout>
   );
@@ -92,7 +87,7 @@ export function register(web: Hono<WebEnv>) {
     const next = c.req.query("next");
     // already signed in: straight on
     if (secret && (await resolveSession(deps.db, secret, deps.clock()))) return c.redirect(safeNext(next), 303);
-    const info = c.req.query("signed_out") !== undefined ? "You have signed out." : undefined;
+    const info = c.req.query("signed_out") !== undefined ? t("auth.signedOut") : undefined;
     return page(c, { next: next && safeNext(next), info });
   });
 
@@ -102,28 +97,28 @@ export function register(web: Hono<WebEnv>) {
     const login = formField(body, "login").trim().slice(0, MAX_LOGIN);
     const password = formField(body, "password").slice(0, MAX_PASSWORD);
     const next = safeNext(formField(body, "next") || undefined);
-    if (!login || !password) return page(c, { login, next, error: "Enter your username or email and your password." }, 422);
+    if (!login || !password) return page(c, { login, next, error: t("auth.enterBoth") }, 422);
 
     // a failure is reserved before the password is looked at, against the address (shared with the API's failed
     // tokens), then the login as typed; a right password gives both back
-    const refused = (e: unknown, whose: string) => {
+    const refused = (e: unknown, whose: "address" | "login") => {
       if (!(e instanceof AppError && e.status === 429)) throw e;
       const seconds = e.headers?.["retry-after"] ?? "60";
       c.header("Retry-After", seconds);
-      return page(c, { login, next, error: `Too many failed sign-ins ${whose}: retry in ${seconds} s.` }, 429);
+      return page(c, { login, next, error: t("auth.tooMany", { whose, seconds }) }, 429);
     };
     let fromAddress: Reservation;
     let onLogin: Reservation;
     try {
       fromAddress = c.get("authThrottle").reserve(addressBucket(clientIp(c)));
     } catch (e) {
-      return refused(e, "from your address");
+      return refused(e, "address");
     }
     try {
       onLogin = accountThrottle.reserve(accountKey(login));
     } catch (e) {
       fromAddress.refund();
-      return refused(e, "with this username or email");
+      return refused(e, "login");
     }
     let found: Awaited<ReturnType<typeof findUserForSignIn>>;
     let right: boolean;
@@ -136,7 +131,7 @@ export function register(web: Hono<WebEnv>) {
       onLogin.refund();
       throw e;
     }
-    if (!right || !found) return page(c, { login, next, error: "Wrong username, email or password." }, 401);
+    if (!right || !found) return page(c, { login, next, error: t("auth.wrong") }, 401);
     fromAddress.refund();
     onLogin.refund();
     // the password is right: the account must pass the API's gates to sign in

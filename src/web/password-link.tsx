@@ -9,19 +9,17 @@ import { PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
 import { findPasswordLink, usePasswordLink } from "../services/password-links.ts";
 import { formField, readForm } from "./form.ts";
 import { Field, FieldError, Layout, Notice } from "./components/index.ts";
+import { rich, t } from "./i18n/index.ts";
 import { BASE, requireThisSite, type WebEnv } from "./session.ts";
 
-const gone = () =>
-  notFound("This link is not valid: it was used already, it has expired (links last an hour), or it never existed. Ask your administrator for a new one.");
+const gone = () => notFound(t("auth.linkGone"));
 
 function PasswordPage({ token, username, error }: { token: string; username: string; error?: string }) {
   return (
-    <Layout title="Set your password">
+    <Layout title={t("auth.setPassword")}>
       <form class="card narrow" method="post" action={`${BASE}/password/${token}`} novalidate>
-        <p>
-          Set the password of <strong>{username}</strong>. This link works once; your other sessions end.
-        </p>
-        <Field label="New password" id="password" hint={`At least ${PASSWORD_MIN} characters`}>
+        <p>{rich("auth.setPasswordOf", { b: (chunks) => <strong>{chunks}</strong>, username })}</p>
+        <Field label={t("auth.newPassword")} id="password" hint={t("auth.passwordHint", { n: PASSWORD_MIN })}>
           <input
             id="password"
             name="password"
@@ -35,11 +33,11 @@ function PasswordPage({ token, username, error }: { token: string; username: str
           />
           <FieldError id="password" error={error} />
         </Field>
-        <Field label="New password, again" id="again">
+        <Field label={t("auth.newPasswordAgain")} id="again">
           <input id="again" name="again" type="password" autocomplete="new-password" required maxlength={PASSWORD_MAX} />
         </Field>
         <button type="submit" class="primary">
-          Set password
+          {t("auth.setPasswordButton")}
         </button>
       </form>
     </Layout>
@@ -64,20 +62,18 @@ export function register(web: Hono<WebEnv>) {
     const password = formField(form, "password");
     const problem =
       password.length < PASSWORD_MIN
-        ? `Use at least ${PASSWORD_MIN} characters.`
+        ? t("auth.atLeast", { n: PASSWORD_MIN })
         : password.length > PASSWORD_MAX
-          ? `Use at most ${PASSWORD_MAX} characters.`
+          ? t("auth.atMost", { n: PASSWORD_MAX })
           : password !== formField(form, "again")
-            ? "The two passwords differ."
+            ? t("auth.differ")
             : null;
     if (problem) return c.html(<PasswordPage token={token} username={link.username} error={problem} />, 422);
     if (!(await usePasswordLink(deps, token, password))) throw gone();
     return c.html(
-      <Layout title="Password set">
-        <Notice kind="success">Your password is set.</Notice>
-        <p class="narrow">
-          <a href={`${BASE}/login`}>Sign in</a> with it.
-        </p>
+      <Layout title={t("auth.passwordSet")}>
+        <Notice kind="success">{t("auth.passwordIsSet")}</Notice>
+        <p class="narrow">{rich("auth.signInWithIt", { a: (chunks) => <a href={`${BASE}/login`}>{chunks}</a> })}</p>
       </Layout>,
     );
   });

@@ -29,7 +29,7 @@ export function register(web: Hono<WebEnv>) {
     if (!THEMES.includes(theme)) throw validationError({ theme: ["Choose system, light or dark."] });
     if (locale !== "" && !isLocale(locale)) throw validationError({ locale: ["Choose a language of this site."] });
     const secure = deps.config.baseUrl.startsWith("https:");
-    setCookie(c, THEME_COOKIE, theme, { path: BASE, sameSite: "Lax", secure, httpOnly: true, maxAge: theme === "system" ? 0 : YEAR });
+    if (theme !== themeOf(c)) setCookie(c, THEME_COOKIE, theme, { path: BASE, sameSite: "Lax", secure, httpOnly: true, maxAge: theme === "system" ? 0 : YEAR });
     if ((user.locale ?? "") !== locale) await updateUser(deps.db, user.id, { locale: locale || null });
     return c.redirect(safeNext(formField(form, "back") || undefined), 303);
   });

@@ -11,6 +11,7 @@ import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.
 import { startSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
 import { Field, FieldError, Layout, Notice } from "./components/index.ts";
+import { rich, t } from "./i18n/index.ts";
 import { BASE, requireThisSite, setSessionCookie, type WebEnv } from "./session.ts";
 
 /** Accounts one address (an IPv6 /64 counting as one) may create: 5 at once, then one every 12 minutes. */
@@ -18,11 +19,15 @@ const REGISTRATIONS_PER_ADDRESS = { burst: 5, perMinute: 1 / 12 };
 
 export const USERNAME = /^[A-Za-z0-9_.-]{2,64}$/;
 
-const SignUp = z.object({
-  username: z.string().trim().regex(USERNAME, "Use 2–64 letters, digits, '_', '.' or '-'."),
-  email: z.email("Enter a valid email address.").max(254),
-  password: z.string().min(PASSWORD_MIN, `Use at least ${PASSWORD_MIN} characters.`).max(PASSWORD_MAX, `Use at most ${PASSWORD_MAX} characters.`),
-});
+const signUp = () =>
+  z.object({
+    username: z.string().trim().regex(USERNAME, t("auth.usernameRule")),
+    email: z.email(t("auth.emailInvalid")).max(254),
+    password: z
+      .string()
+      .min(PASSWORD_MIN, t("auth.atLeast", { n: PASSWORD_MIN }))
+      .max(PASSWORD_MAX, t("auth.atMost", { n: PASSWORD_MAX })),
+  });
 
 interface Form {
   username?: string;
@@ -34,18 +39,18 @@ function RegisterPage({ username = "", email = "", errors = {} }: Form) {
   const invalid = (name: keyof typeof errors) => (errors[name] ? { "aria-invalid": "true", "aria-describedby": `${name}-error` } : {});
   const error = (name: keyof typeof errors) => <FieldError id={name} error={errors[name]} />;
   return (
-    <Layout title="Create an account">
+    <Layout title={t("auth.register")}>
       {errors.form && <Notice kind="error">{errors.form}</Notice>}
       <form class="card narrow" method="post" action={`${BASE}/register`} novalidate>
-        <Field label="Username" id="username" hint="2–64 letters, digits, '_', '.' or '-'">
+        <Field label={t("auth.username")} id="username" hint={t("auth.usernameHint")}>
           <input id="username" name="username" type="text" value={username} autocomplete="username" required maxlength={64} {...invalid("username")} />
           {error("username")}
         </Field>
-        <Field label="Email" id="email">
+        <Field label={t("auth.email")} id="email">
           <input id="email" name="email" type="email" value={email} autocomplete="email" required maxlength={254} {...invalid("email")} />
           {error("email")}
         </Field>
-        <Field label="Password" id="password" hint={`At least ${PASSWORD_MIN} characters`}>
+        <Field label={t("auth.password")} id="password" hint={t("auth.passwordHint", { n: PASSWORD_MIN })}>
           <input
             id="password"
             name="password"
@@ -59,12 +64,10 @@ function RegisterPage({ username = "", email = "", errors = {} }: Form) {
           {error("password")}
         </Field>
         <button type="submit" class="primary">
-          Create account
+          {t("auth.createAccount")}
         </button>
       </form>
-      <p class="narrow muted">
-        Already have an account? <a href={`${BASE}/login`}>Sign in</a>.
-      </p>
+      <p class="narrow muted">{rich("auth.haveAccount", { a: (chunks) => <a href={`${BASE}/login`}>{chunks}</a> })}</p>
     </Layout>
   );
 }
@@ -80,7 +83,7 @@ export function register(web: Hono<WebEnv>) {
   /** Sign-up answers only while the administrator allows it; otherwise the page does not exist. */
   async function open(c: Context<WebEnv>) {
     const settings = await currentSettings(c.get("deps"));
-    if (!settings.registrationEnabled) throw notFound("Sign-up is closed on this site: ask its administrator for an account.");
+    if (!settings.registrationEnabled) throw notFound(t("auth.signUpClosed"));
     siteGate(settings);
   }
 
@@ -96,7 +99,7 @@ export function register(web: Hono<WebEnv>) {
     const text = (name: string) => formField(body, name);
     const username = text("username").trim();
     const email = text("email").trim().toLowerCase();
-    const parsed = SignUp.safeParse({ username, email, password: text("password") });
+    const parsed = signUp().safeParse({ username, email, password: text("password") });
     if (!parsed.success) {
       const errors: Form["errors"] = {};
       for (const issue of parsed.error.issues) {
@@ -114,7 +117,7 @@ export function register(web: Hono<WebEnv>) {
     } catch (e) {
       if (!(e instanceof AppError)) throw e;
       c.header("Retry-After", e.headers?.["retry-after"] ?? "600");
-      const form = "Too many accounts were created from your address: try again later.";
+      const form = t("auth.tooManyAccounts");
       return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 429);
     }
     let user;
@@ -122,11 +125,11 @@ export function register(web: Hono<WebEnv>) {
     try {
       if (await isUsernameOrEmailTaken(deps.db, username, email)) {
         reservation.refund();
-        const form = "This username or email is already taken.";
+        const form = t("auth.taken");
         return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
       }
       group = await getDefaultGroup(deps.db);
-      if (!group) throw new AppError("internal", "This site has no default group for new accounts: tell its administrator.");
+      if (!group) throw new AppError("internal", t("auth.noDefaultGroup"));
       user = await createUser(deps.db, {
         username,
         email,
@@ -138,7 +141,7 @@ export function register(web: Hono<WebEnv>) {
     } catch (e) {
       reservation.refund(); // no account was made
       if (!isUniqueViolation(e)) throw e;
-      const form = "This username or email is already taken.";
+      const form = t("auth.taken");
       return c.html(<RegisterPage username={username} email={email} errors={{ form }} />, 422);
     }
     accountGate(user, group); // a disabled default group: the account exists, and the error page says why it cannot sign in
