@@ -151,7 +151,7 @@ export interface paths {
         };
         /**
          * Read the site settings
-         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call and every page of the user center), `guest_upload_enabled` (uploads and strategy listing without a token) and `registration_enabled` (sign-up on the user center).
+         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call and every page of the user center), `guest_upload_enabled` (uploads and strategy listing without a token) `registration_enabled` (sign-up on the user center), and the site's identity in the pages: `site_name`, `site_logo`, `site_favicon`, `accent_color`, `default_locale`.
          */
         get: operations["adminGetSettings"];
         put?: never;
@@ -161,7 +161,7 @@ export interface paths {
         head?: never;
         /**
          * Change the site settings
-         * @description Changes the named switches; omitted ones stay as they are.
+         * @description Changes the named switches and the site's identity (name, logo, favicon, accent colour, default language of the pages); omitted ones stay as they are.
          */
         patch: operations["adminUpdateSettings"];
         trace?: never;
@@ -1326,6 +1326,28 @@ export interface components {
             guest_upload_enabled: boolean;
             /** @description Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group */
             registration_enabled: boolean;
+            /** @description The site's name in the pages' header and titles, the sign-in page and the API reference; empty = the default name */
+            site_name: string;
+            /**
+             * @description The logo beside the name: a data: URL of a PNG, JPEG, GIF, WebP or ICO image of at most 24 KB; null = the default mark
+             * @example data:image/png;base64,iVBORw0KGgo=
+             */
+            site_logo: string | null;
+            /**
+             * @description The pages' icon: a data: URL of a PNG, JPEG, GIF, WebP or ICO image of at most 8 KB; null = the default icon
+             * @example data:image/png;base64,iVBORw0KGgo=
+             */
+            site_favicon: string | null;
+            /**
+             * @description The pages' accent colour as #rrggbb (adjusted for contrast in light and dark); empty = the default
+             * @example #1f5fbf
+             */
+            accent_color: string;
+            /**
+             * @description The pages' language for visitors whose account and browser choose none of the site's languages
+             * @enum {string}
+             */
+            default_locale: "en" | "zh-CN";
         };
         SettingsInput: {
             /** @description Site-wide API switch; off = 403 on every /api/v1 call and every page of the user center */
@@ -1334,6 +1356,28 @@ export interface components {
             guest_upload_enabled?: boolean;
             /** @description Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group */
             registration_enabled?: boolean;
+            /** @description The site's name in the pages' header and titles, the sign-in page and the API reference; empty = the default name */
+            site_name?: string;
+            /**
+             * @description The logo beside the name: a data: URL of a PNG, JPEG, GIF, WebP or ICO image of at most 24 KB; null = the default mark
+             * @example data:image/png;base64,iVBORw0KGgo=
+             */
+            site_logo?: string | null;
+            /**
+             * @description The pages' icon: a data: URL of a PNG, JPEG, GIF, WebP or ICO image of at most 8 KB; null = the default icon
+             * @example data:image/png;base64,iVBORw0KGgo=
+             */
+            site_favicon?: string | null;
+            /**
+             * @description The pages' accent colour as #rrggbb (adjusted for contrast in light and dark); empty = the default
+             * @example #1f5fbf
+             */
+            accent_color?: string;
+            /**
+             * @description The pages' language for visitors whose account and browser choose none of the site's languages
+             * @enum {string}
+             */
+            default_locale?: "en" | "zh-CN";
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         StripMetadataBatchResponse: components["schemas"]["Envelope"] & {
