@@ -397,7 +397,9 @@ describe("the Audit log page", () => {
     expect(res.status).toBe(200);
     const html = await res.text();
     expectAccessible(html);
-    expect(html).toContain('<th scope="col">Actor</th>');
+    expect(html).toContain('<th scope="col">What happened</th>');
+    // a sentence, the raw entry behind its Details toggle
+    expect(html).toContain('<p class="sentence">ADMIN_TOKEN changed the site settings (guest_upload_enabled)</p>');
     const shown = [...html.matchAll(/<tr id="entry-(\d+)">/g)].map((m) => Number(m[1]));
     expect(shown).toEqual(newest.slice(0, 50).map((e) => e.id));
     const top = newest[0]!;
@@ -411,11 +413,32 @@ describe("the Audit log page", () => {
     const next = await (await admin.visitor.get(older)).text();
     const shownNext = [...next.matchAll(/<tr id="entry-(\d+)">/g)].map((m) => Number(m[1]));
     expect(shownNext).toEqual(newest.slice(50, 100).map((e) => e.id));
-    expect(next).toContain('href="/user/admin/audit">← Newest');
+    expect(next).toContain('href="/user/admin/audit" rel="prev">← Newest');
     expect(await (await admin.visitor.get("/user/admin/audit?before=1")).text()).toContain("No older entries.");
     expect((await admin.visitor.get("/user/admin/audit?before=abc")).status).toBe(422);
     expect((await admin.visitor.get("/user/admin/audit?before=0")).status).toBe(422);
     expect((await admin.visitor.get("/user/admin/audit?before=99999999999999999999")).status).toBe(422);
+  });
+});
+
+describe("the Audit log's sentences", () => {
+  test("known actions read as sentences in the page's language; the raw entry sits behind Details", async () => {
+    const bob = await makeUser("bob");
+    await ctx.admin("PATCH", `/api/admin/users/${bob.id}`, { enabled: false });
+    await ctx.admin("POST", "/api/admin/storage/reconcile", { dry_run: true });
+    const admin = await signedIn();
+    const html = unescape(await (await admin.visitor.get("/user/admin/audit")).text());
+    expect(html).toContain('<p class="sentence">ADMIN_TOKEN ran a dry run of the storage reconciler</p>');
+    expect(html).toContain(`<p class="sentence">ADMIN_TOKEN disabled ${bob.username}'s account</p><details><summary>Details</summary>`);
+    expect(html).toContain('<code>{"enabled":false}</code>');
+    expect(html).toContain(`<dd>users ${bob.id}</dd>`);
+    const zh = await ctx.request("/user/admin/audit", {
+      headers: { cookie: admin.visitor.cookie!, "x-forwarded-for": admin.visitor.address, "accept-language": "zh-CN" },
+    });
+    const zhHtml = await zh.text();
+    expect(zhHtml).toContain('<html lang="zh-CN"');
+    expect(zhHtml).toContain(`<p class="sentence">ADMIN_TOKEN 停用了 ${bob.username} 的账户</p>`);
+    expect(zhHtml).toContain("<summary>详情</summary>");
   });
 });
 

@@ -1,13 +1,16 @@
 /**
  * The audit log for administrators, /user/admin/audit: every change made through the admin API (by
- * ADMIN_TOKEN, or by an administrator through these pages), newest first, PER_PAGE at a time; "Older" pages by the
- * last id shown (keyset paging, services/audit.ts listAudit), so a page costs the same however deep it is.
+ * ADMIN_TOKEN, or by an administrator through these pages), newest first, PER_PAGE at a time, each as a sentence
+ * (audit-sentence.ts) with the raw entry behind "Details"; "Older" pages by the last id shown (keyset paging,
+ * services/audit.ts listAudit), so a page costs the same however deep it is.
  */
 import type { Hono } from "hono";
 import { validationError } from "../../errors.ts";
 import { listAudit } from "../../services/audit.ts";
-import { UtcTime } from "../components/index.ts";
+import { Cell, EmptyState, Pager, Table, UtcTime } from "../components/index.ts";
+import { rich, t } from "../i18n/index.ts";
 import { requireAdminSession, type WebEnv } from "../session.ts";
+import { namesOf, sentence } from "./audit-sentence.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
 const PER_PAGE = 50;
@@ -26,68 +29,64 @@ const target = (type: string, id: string) => (id ? `${type} ${id}` : type);
 export function register(web: Hono<WebEnv>) {
   web.get("/admin/audit", requireAdminSession, async (c) => {
     const before = beforeQuery(c.req.query("before"));
+    const { db } = c.get("deps");
     // one more than shown: whether there is an older page
-    const found = await listAudit(c.get("deps").db, PER_PAGE + 1, before);
+    const found = await listAudit(db, PER_PAGE + 1, before);
     const rows = found.rows.slice(0, PER_PAGE);
-    const total = found.total;
+    const names = await namesOf(db, rows);
     const last = rows.at(-1);
-    const older = found.rows.length > PER_PAGE && last ? `${PAGE}?before=${last.id}` : null;
+    const older = found.rows.length > PER_PAGE && last ? last.id : null;
     return c.html(
-      <AdminLayout title="Audit log" signedIn={c.get("signedIn")} section="audit">
+      <AdminLayout title={t("admin.audit.title")} signedIn={c.get("signedIn")} section="audit">
         <p class="muted" data-testid="total">
-          {total === 1 ? "1 entry" : `${total} entries`} in all, newest first{before !== undefined ? `; entries older than #${before}` : ""}. Every change made
-          through the admin API is here: by <code>ADMIN_TOKEN</code> (automation, the command line) or by an administrator on these pages.
+          {rich("admin.audit.total", { count: found.total, before: before ?? "none", code: (chunks) => <code>{chunks}</code> })}
         </p>
         {rows.length === 0 ? (
-          <p class="card">{before === undefined ? "Nothing has been changed through the admin API yet." : "No older entries."}</p>
+          <EmptyState>{before === undefined ? t("admin.audit.empty") : t("admin.audit.noOlder")}</EmptyState>
         ) : (
-          <div class="table-wrap">
-            <table class="audit stack">
-              <caption class="visually-hidden">Audit log entries, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Time</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">Address</th>
-                  <th scope="col">Detail</th>
+          <Table class="audit" label={t("admin.audit.caption")} columns={[t("admin.audit.col.time"), t("admin.audit.col.what"), t("admin.audit.col.address")]}>
+            {rows.map((r) => {
+              const detail = JSON.stringify(r.detail ?? {});
+              return (
+                <tr id={`entry-${r.id}`}>
+                  <Cell label={t("admin.audit.col.time")}>
+                    <UtcTime at={r.createdAt} />
+                  </Cell>
+                  <Cell label={t("admin.audit.col.what")} class="detail">
+                    <p class="sentence">{sentence(r, names)}</p>
+                    <details>
+                      <summary>{t("admin.audit.details")}</summary>
+                      <dl class="audit-raw">
+                        <dt>{t("admin.audit.field.actor")}</dt>
+                        <dd>{r.actor}</dd>
+                        <dt>{t("admin.audit.field.action")}</dt>
+                        <dd>
+                          <code>{r.action}</code>
+                        </dd>
+                        <dt>{t("admin.audit.field.target")}</dt>
+                        <dd>{target(r.targetType, r.targetId)}</dd>
+                        <dt>{t("admin.audit.field.fields")}</dt>
+                        <dd>{detail === "{}" ? t("common.dash") : <code>{detail}</code>}</dd>
+                      </dl>
+                    </details>
+                  </Cell>
+                  <Cell label={t("admin.audit.col.address")}>{r.ip || t("common.dash")}</Cell>
                 </tr>
-              </thead>
-              <tbody>
-                {rows.map((r) => {
-                  const detail = JSON.stringify(r.detail ?? {});
-                  return (
-                    <tr id={`entry-${r.id}`}>
-                      <td data-label="Time">
-                        <UtcTime at={r.createdAt} />
-                      </td>
-                      <td data-label="Actor">{r.actor}</td>
-                      <td data-label="Action">
-                        <code>{r.action}</code>
-                      </td>
-                      <td data-label="Target">{target(r.targetType, r.targetId)}</td>
-                      <td data-label="Address">{r.ip || "—"}</td>
-                      <td data-label="Detail" class="detail">
-                        {detail === "{}" ? <span class="muted">—</span> : <code>{detail}</code>}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </Table>
         )}
-        <nav class="pages" aria-label="Pages">
-          {before !== undefined ? <a href={PAGE}>← Newest</a> : <span></span>}
-          {older ? (
-            <a href={older} rel="next">
-              Older →
-            </a>
-          ) : (
-            <span></span>
-          )}
-        </nav>
+        {(before !== undefined || older !== null) && (
+          <Pager
+            page={before === undefined ? 1 : 2}
+            lastPage={older === null ? (before === undefined ? 1 : 2) : undefined}
+            href={(p) => (p <= 1 ? PAGE : `${PAGE}?before=${older}`)}
+            label={t("admin.audit.pages")}
+            prev={t("admin.audit.newest")}
+            next={t("admin.audit.older")}
+            summary=""
+          />
+        )}
       </AdminLayout>,
     );
   });

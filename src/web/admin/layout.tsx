@@ -1,33 +1,35 @@
 /** The admin pages' frame: the user center's layout, the Admin section, and the admin pages' own menu. */
 import type { PropsWithChildren } from "hono/jsx";
 import { Layout } from "../components/index.ts";
+import { type MessageKey, t } from "../i18n/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
 
 export const ADMIN = `${BASE}/admin`;
 
-type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "images" | "maintenance" | "webhooks" | "audit";
+export type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "images" | "maintenance" | "webhooks" | "audit";
 
-const sections: { id: AdminSection; label: string; href: string }[] = [
-  { id: "overview", label: "Overview", href: ADMIN },
-  { id: "users", label: "Users", href: `${ADMIN}/users` },
-  { id: "groups", label: "Groups", href: `${ADMIN}/groups` },
-  { id: "strategies", label: "Strategies", href: `${ADMIN}/strategies` },
-  { id: "settings", label: "Settings", href: `${ADMIN}/settings` },
-  { id: "images", label: "Images", href: `${ADMIN}/images` },
-  { id: "maintenance", label: "Maintenance", href: `${ADMIN}/maintenance` },
-  { id: "webhooks", label: "Webhooks", href: `${ADMIN}/webhooks` },
-  { id: "audit", label: "Audit log", href: `${ADMIN}/audit` },
+const sections: { id: AdminSection; href: string }[] = [
+  { id: "overview", href: ADMIN },
+  { id: "users", href: `${ADMIN}/users` },
+  { id: "groups", href: `${ADMIN}/groups` },
+  { id: "strategies", href: `${ADMIN}/strategies` },
+  { id: "settings", href: `${ADMIN}/settings` },
+  { id: "images", href: `${ADMIN}/images` },
+  { id: "maintenance", href: `${ADMIN}/maintenance` },
+  { id: "webhooks", href: `${ADMIN}/webhooks` },
+  { id: "audit", href: `${ADMIN}/audit` },
 ];
 
 export function AdminLayout({ title, signedIn, section, children }: PropsWithChildren<{ title: string; signedIn: SignedIn; section: AdminSection }>) {
+  const here = sections.find((s) => s.id === section)?.href ?? ADMIN;
   return (
-    <Layout title={title} signedIn={signedIn} active="admin">
-      <nav class="admin-nav" aria-label="Administration">
+    <Layout title={title} signedIn={signedIn} active="admin" here={here}>
+      <nav class="admin-nav" aria-label={t("admin.nav.label")}>
         <ul>
           {sections.map((s) => (
             <li>
               <a href={s.href} aria-current={s.id === section ? "page" : undefined}>
-                {s.label}
+                {t(`admin.nav.${s.id}` as MessageKey)}
               </a>
             </li>
           ))}

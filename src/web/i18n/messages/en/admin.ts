@@ -1,2 +1,27 @@
-/** Messages of the admin pages, in English. */
-export default {} as const;
+/** Messages of the admin pages' frame and of what several admin pages share, in English. */
+export default {
+  "admin.nav.label": "Administration",
+  "admin.nav.overview": "Overview",
+  "admin.nav.users": "Users",
+  "admin.nav.groups": "Groups",
+  "admin.nav.strategies": "Strategies",
+  "admin.nav.settings": "Settings",
+  "admin.nav.images": "Images",
+  "admin.nav.maintenance": "Maintenance",
+  "admin.nav.webhooks": "Webhooks",
+  "admin.nav.audit": "Audit log",
+  "admin.enabled": "enabled",
+  "admin.disabled": "disabled",
+  "admin.badge.disabled": "disabled",
+  "admin.badge.admin": "admin",
+  "admin.none": "none",
+  "admin.unlimited": "unlimited",
+  "admin.notSaved": "Not saved: see the fields marked below.",
+  "admin.invalid": "Invalid.",
+  "admin.apiRefused": "The admin API refused.",
+  "admin.noSuch": "There is no such {what, select, group {group} strategy {strategy} user {user} other {record}}.",
+  "admin.error.size": "Give a size: a number of KB, MB or GB ({range}).",
+  "admin.error.duration": "Choose a duration, or give a whole number of minutes, hours or days.",
+  "admin.error.megapixels": "Give a number of megapixels ({range}).",
+  "admin.error.whole": "Give a whole number ({range}).",
+} as const;

@@ -13,6 +13,22 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
+import mail from "./mail.ts";
+import adminAudit from "./admin-audit.ts";
 
-export const en = { ...common, ...auth, ...dashboard, ...images, ...albums, ...upload, ...tokens, ...integrations, ...account, ...webhooks, ...admin } as const;
+export const en = {
+  ...common,
+  ...auth,
+  ...dashboard,
+  ...images,
+  ...albums,
+  ...upload,
+  ...tokens,
+  ...integrations,
+  ...account,
+  ...webhooks,
+  ...admin,
+  ...mail,
+  ...adminAudit,
+} as const;
 export type MessageKey = keyof typeof en;

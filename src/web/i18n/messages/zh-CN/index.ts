@@ -11,6 +11,8 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
+import mail from "./mail.ts";
+import adminAudit from "./admin-audit.ts";
 
 export const zhCN: Record<MessageKey, string> = {
   ...common,
@@ -24,4 +26,6 @@ export const zhCN: Record<MessageKey, string> = {
   ...account,
   ...webhooks,
   ...admin,
+  ...mail,
+  ...adminAudit,
 };
