@@ -5,6 +5,7 @@ import type { StorageRegistry } from "./storage/index.ts";
 import type { Logger } from "./observability/log.ts";
 import type { PoolReader } from "./observability/metrics.ts";
 import type { WebhookSettings } from "./webhooks/settings.ts";
+import type { SmtpConfig } from "./services/mail/config.ts";
 
 export interface Config {
   baseUrl: string;
@@ -29,6 +30,8 @@ export interface Config {
   database?: { kind: "embedded" | "external"; detail: string };
   /** The webhooks' secret key, allow list and delivery bounds. */
   webhooks?: WebhookSettings;
+  /** The SMTP server the environment gives (SMTP_HOST…); it wins over the admin Settings' (services/mail/config.ts). */
+  mail?: SmtpConfig;
 }
 
 export interface Deps {

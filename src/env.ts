@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseAllowList } from "./webhooks/address-guard.ts";
 import { parseKey } from "./webhooks/secret-box.ts";
 import { LOG_LEVELS } from "./observability/log.ts";
+import type { SmtpConfig } from "./services/mail/config.ts";
 
 /** Whether the runtime knows `name` as an IANA time zone (or an offset zone like UTC, Etc/GMT+2). */
 function isTimeZone(name: string): boolean {
@@ -81,16 +82,45 @@ export const envShape = z.object({
     .optional()
     .refine((v) => v === undefined || isKey(v), "must be 32 bytes: 64 hex digits or base64 (generate one with: openssl rand -base64 32)"),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  // the site's mail (services/mail/config.ts): set, they win over the admin Settings' SMTP fields
+  SMTP_HOST: z
+    .string()
+    .trim()
+    .max(253)
+    .regex(/^[A-Za-z0-9.:[\]-]+$/, "must be a host name or an address")
+    .optional(),
+  SMTP_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  SMTP_SECURITY: z.enum(["starttls", "tls", "none"], { error: (i) => `${JSON.stringify(i.input)} is not starttls, tls or none` }).default("starttls"),
+  SMTP_USERNAME: z.string().max(254).optional(),
+  SMTP_PASSWORD: z.string().max(512).optional(),
+  MAIL_FROM: z.email("must be an email address").max(254).optional(),
   TZ: z
     .string()
     .refine(isTimeZone, { error: (i) => `${JSON.stringify(i.input)} is not a time zone (use a name like UTC or Europe/Paris)` })
     .optional(),
 });
 
-export const envSchema = envShape.transform((e) => ({
-  ...e,
-  BASE_URL: (e.BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
-}));
+export const envSchema = envShape
+  .superRefine((e, ctx) => {
+    if (e.SMTP_HOST && !e.MAIL_FROM) ctx.addIssue({ code: "custom", path: ["MAIL_FROM"], message: "must be set with SMTP_HOST (the sender's address)" });
+  })
+  .transform((e) => ({
+    ...e,
+    BASE_URL: (e.BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ""),
+  }));
+
+/** The SMTP server the environment gives (SMTP_HOST set), or undefined: the admin Settings' then apply. */
+export function smtpFromEnv(env: Env): SmtpConfig | undefined {
+  if (!env.SMTP_HOST || !env.MAIL_FROM) return undefined;
+  return {
+    host: env.SMTP_HOST,
+    port: env.SMTP_PORT ?? (env.SMTP_SECURITY === "tls" ? 465 : env.SMTP_SECURITY === "none" ? 25 : 587),
+    security: env.SMTP_SECURITY,
+    username: env.SMTP_USERNAME ?? "",
+    password: env.SMTP_PASSWORD ?? "",
+    from: env.MAIL_FROM,
+  };
+}
 
 function isKey(v: string) {
   try {
@@ -218,6 +248,19 @@ export const envDocs: { [K in keyof z.input<typeof envShape>]-?: VariableDoc } =
     description:
       "The webhook queue's jobs one instance runs at once (1–64). A send does not hold one: sends are bounded at 4 per endpoint, 8 per account and 256 for all users' endpoints.",
   },
+  SMTP_HOST: {
+    description:
+      "The SMTP server of the site's mail (password reset, email verification, the test mail). Set, the `SMTP_` variables and `MAIL_FROM` win over the SMTP fields of the admin Settings, which then show these values read-only; unset, the admin Settings' apply (see [administration: mail](administration.md#mail)).",
+    example: "smtp.example.com",
+  },
+  SMTP_PORT: { default: "587, 465 with `tls`, 25 with `none`", description: "The SMTP server's port.", example: "587" },
+  SMTP_SECURITY: {
+    description:
+      "`starttls`: a plain connection that must be upgraded to TLS (port 587); `tls`: TLS from the first byte (port 465); `none`: no TLS, for a relay on this machine.",
+  },
+  SMTP_USERNAME: { description: "The SMTP login; unset, no authentication.", example: "images@example.com" },
+  SMTP_PASSWORD: { description: "The SMTP password. Never shown by the admin API or pages.", example: "" },
+  MAIL_FROM: { description: "The sender's address (required with `SMTP_HOST`); the sender's name is the site's name.", example: "images@example.com" },
   TZ: {
     default: "the system's",
     description:
@@ -243,7 +286,7 @@ export const otherVariableDocs: Record<string, VariableDoc> = {
 };
 
 /** Variables whose value a start-up error never shows (DATABASE_URL may hold a password). */
-const SECRET_VARIABLES = new Set(["ADMIN_TOKEN", "METRICS_TOKEN", "DATABASE_URL", "WEBHOOK_SECRET_KEY"]);
+const SECRET_VARIABLES = new Set(["ADMIN_TOKEN", "METRICS_TOKEN", "DATABASE_URL", "WEBHOOK_SECRET_KEY", "SMTP_PASSWORD"]);
 
 /**
  * The environment, or one line per bad variable naming it and showing what was given (never a secret):

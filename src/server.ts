@@ -5,7 +5,7 @@ import { createApp } from "./app.ts";
 import { objectHandler } from "./routes/site/serve-object.ts";
 import { buildServices } from "./services/index.ts";
 import { openDatabase, probeListen, resolveAdminToken } from "./bootstrap.ts";
-import { loadEnv, type Env } from "./env.ts";
+import { loadEnv, smtpFromEnv, type Env } from "./env.ts";
 import { clientAddress } from "./http/auth.ts";
 import { ConnectionGate } from "./http/connection-gate.ts";
 import { observeObjects } from "./http/observe.ts";
@@ -100,6 +100,7 @@ const deps = {
     uploadBodies: { perAddress: env.UPLOAD_BODIES_PER_ADDRESS, perCaller: env.UPLOAD_BODIES_PER_CALLER, total: env.UPLOAD_BODIES_TOTAL },
     metricsToken: env.METRICS_TOKEN,
     webhooks: { box: secretBox(resolveWebhookKey(env.WEBHOOK_SECRET_KEY, env.DATA_DIR)), allow: env.WEBHOOK_ALLOW },
+    mail: smtpFromEnv(env),
     database: database.embedded
       ? { kind: "embedded" as const, detail: `embedded PostgreSQL in ${database.embedded.dir}` }
       : { kind: "external" as const, detail: "PostgreSQL at DATABASE_URL" },

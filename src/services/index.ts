@@ -13,6 +13,7 @@ import type { Deps } from "../deps.ts";
 import { Metrics } from "../observability/metrics.ts";
 import type { Job, LastRun } from "./last-runs.ts";
 import { LookupCache } from "./lookup-cache.ts";
+import { MailOutbox } from "./mail/outbox.ts";
 import { type ReadinessService, readinessService } from "./readiness.ts";
 import { ObjectServer } from "./serving/object-server.ts";
 import { Variants } from "./variants/maker.ts";
@@ -32,6 +33,8 @@ export interface Services {
   lastRuns: Map<Job, LastRun>;
   /** When this instance last wrote each token's use (services/tokens.ts noteTokenUse). */
   tokenUses: Map<number, number>;
+  /** Mail sent after the answer (services/mail/outbox.ts). */
+  mail: MailOutbox;
 }
 
 const built = new WeakMap<Deps, Services>();
@@ -50,6 +53,7 @@ export function buildServices(deps: Deps): Services {
     readiness: readinessService(deps, lookups),
     lastRuns: new Map(),
     tokenUses: new Map(),
+    mail: new MailOutbox(deps),
   };
   built.set(deps, services);
   return services;

@@ -3,11 +3,13 @@ import type { Deps } from "../../deps.ts";
 import type { Group } from "../../db/repositories/groups.ts";
 import type { Strategy } from "../../db/repositories/strategies.ts";
 import { findAlbumForOwner } from "../../db/repositories/users.ts";
-import { AppError, badRequest } from "../../errors.ts";
+import { getSettings } from "../../db/repositories/settings.ts";
+import { AppError, badRequest, forbidden } from "../../errors.ts";
 import { describeContent, formats, isSupportedExtension, mimeAliases } from "../../images/formats.ts";
 import { type Inspection, inspectImage, isSmall, MAX_JPEG_SCANS, sniffMime } from "../../images/inspect.ts";
 import { MetadataRefused } from "../../images/metadata/policy.ts";
 import type { Caller } from "../caller.ts";
+import { servicesOf } from "../index.ts";
 import { capacityKbOf } from "../profile.ts";
 import { usableStrategiesOf } from "../lookup-cache.ts";
 import { cleanFileName, extensionOf, kb, QuotaExhausted, type Upload, type UploadInput } from "./input.ts";
@@ -78,6 +80,18 @@ export const notAValidImage = (upload: Upload) => badRequest(`The file content i
 export function checkSize(group: Group, upload: Upload) {
   if (upload.size > group.maxFileSizeKb * 1024) {
     throw badRequest(`The file is ${kb(upload.size)} KB; the limit is ${group.maxFileSizeKb} KB.`);
+  }
+}
+
+/**
+ * An account that signed up while email verification is on uploads nothing until it has followed the link mailed to
+ * it (services/mail/verification.ts): 403, before its body is read. Off, or for any other account, nothing changes.
+ */
+export async function checkEmailVerified(deps: Deps, caller: Caller) {
+  if (caller.kind !== "user" || caller.user.emailVerified) return;
+  const settings = await servicesOf(deps).lookups.remember("settings", () => getSettings(deps.db));
+  if (settings.emailVerification) {
+    throw forbidden("Verify your email address before uploading: follow the link mailed to you, or ask for a new one on the user center's page /user/verify.");
   }
 }
 

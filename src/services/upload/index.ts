@@ -22,6 +22,7 @@ import {
   checkStoragePermission,
   checkPlacement,
   checkRetention,
+  checkEmailVerified,
 } from "./checks.ts";
 import { prepareObjects, storeWithFallback } from "./store.ts";
 
@@ -33,6 +34,7 @@ export const subjectOf = (caller: Caller, ip: string) => (caller.kind === "user"
  * held until the answer: a caller at its limit is refused before it can make the server hold its bytes.
  */
 export async function takeUploadSlot(deps: Deps, caller: Caller, ip: string): Promise<() => Promise<void>> {
+  await checkEmailVerified(deps, caller);
   try {
     return await acquireUploadSlot(deps.db, caller.group, subjectOf(caller, ip), deps.clock);
   } catch (e) {
