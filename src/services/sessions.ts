@@ -13,6 +13,7 @@ import {
   touchSession,
   trimSessionsOfUser,
 } from "../db/repositories/sessions.ts";
+import { deleteExpiredPendingSignIns } from "../db/repositories/pending-sign-ins.ts";
 import { revokeAllTokensOf } from "./tokens.ts";
 import { updateUser } from "../db/repositories/users.ts";
 import { randomToken, sha256Hex } from "./secrets.ts";
@@ -46,11 +47,12 @@ function cleanUserAgent(header: string | undefined | null): string {
 }
 
 /**
- * Starts a session for the account: a random secret of 256 bits for the cookie, only its SHA-256 stored. Under the
+ * Starts a session for the account, recording how it signed in (`method`, docs/decisions/sign-in-core.md; sign-ins
+ * go through web/sign-in.ts, which decides first whether a second factor is due): a random secret of 256 bits for the cookie, only its SHA-256 stored. Under the
  * account's lock, in one transaction: its expired sessions are forgotten, the new one is inserted, and those beyond
  * its SESSIONS_PER_ACCOUNT newest end (with the upload tokens they obtained), so concurrent sign-ins cannot overshoot.
  */
-export async function startSession(db: Executor, userId: number, ip: string, now: Date, userAgent = "") {
+export async function startSession(db: Executor, userId: number, ip: string, now: Date, userAgent = "", method = "password") {
   const secret = randomToken(32);
   const session = await db.transaction(async (tx) => {
     await lockSessionsOfUser(tx, userId);
@@ -60,6 +62,7 @@ export async function startSession(db: Executor, userId: number, ip: string, now
       userId,
       ip,
       userAgent: cleanUserAgent(userAgent),
+      method,
       createdAt: now,
       lastSeenAt: now,
       expiresAt: idleEnd({ createdAt: now }, now),
@@ -70,8 +73,11 @@ export async function startSession(db: Executor, userId: number, ip: string, now
   return { secret, session };
 }
 
-/** Forgets everyone's expired sessions (the sweeper, every round). */
-export const pruneSessions = (db: Executor, now: Date) => deleteExpiredSessions(db, now);
+/** Forgets everyone's expired sessions, pending sign-ins and WebAuthn challenges (the sweeper, every round). */
+export async function pruneSessions(db: Executor, now: Date) {
+  await deleteExpiredSessions(db, now);
+  await deleteExpiredPendingSignIns(db, now);
+}
 
 /** Ends every session of the account, but `exceptId` when given (a password change keeps the session that made it). */
 export const endSessionsOfUser = (db: Executor, userId: number, exceptId?: number) => deleteSessionsOfUser(db, userId, exceptId);

@@ -2,25 +2,15 @@
 import type { Context, Hono } from "hono";
 import { findUserForSignIn } from "../db/repositories/sessions.ts";
 import { AppError } from "../errors.ts";
-import { accountGate, addressBucket, clientIp, currentSettings, siteGate } from "../http/auth.ts";
+import { addressBucket, clientIp, currentSettings } from "../http/auth.ts";
 import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../http/throttle.ts";
 import { verifyPassword } from "../services/passwords.ts";
-import { endSession, isFormTokenOf, resolveSession, startSession } from "../services/sessions.ts";
+import { endSession, isFormTokenOf, resolveSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
 import { rich, t } from "./i18n/index.ts";
 import { Field, Layout, Notice } from "./components/index.ts";
-import {
-  BASE,
-  clearSessionCookie,
-  crossSite,
-  FORM_TOKEN_FIELD,
-  fromThisSite,
-  requireThisSite,
-  safeNext,
-  sessionSecret,
-  setSessionCookie,
-  type WebEnv,
-} from "./session.ts";
+import { BASE, clearSessionCookie, crossSite, FORM_TOKEN_FIELD, fromThisSite, requireThisSite, safeNext, sessionSecret, type WebEnv } from "./session.ts";
+import { completeSignIn } from "./sign-in.ts";
 import { servicesOf } from "../services/index.ts";
 
 /**
@@ -134,17 +124,13 @@ export function register(web: Hono<WebEnv>) {
     if (!right || !found) return page(c, { login, next, error: t("auth.wrong") }, 401);
     fromAddress.refund();
     onLogin.refund();
-    // the password is right: the account must pass the API's gates to sign in
+    // the password is right: the sign-in core checks the API's gates, then asks for a second factor or signs in
     try {
-      siteGate(await currentSettings(deps));
-      accountGate(found.user, found.group);
+      return await completeSignIn(c, found.user, "password", { next });
     } catch (e) {
       if (e instanceof AppError && e.status === 403) return page(c, { login, next, error: e.message }, 403);
       throw e;
     }
-    const { secret } = await startSession(deps.db, found.user.id, clientIp(c), deps.clock(), c.req.header("user-agent"));
-    setSessionCookie(c, secret);
-    return c.redirect(next, 303);
   });
 
   // signing out needs only the session and its form token: a disabled account may sign out too
