@@ -4,6 +4,8 @@ import * as adminAlbums from "./admin/albums/index.ts";
 import * as adminAudit from "./admin/audit/index.ts";
 import * as adminGroups from "./admin/groups/index.ts";
 import * as adminImages from "./admin/images/index.ts";
+import * as adminInvitations from "./admin/invitations/index.ts";
+import * as adminMail from "./admin/mail/index.ts";
 import * as adminSettings from "./admin/settings/index.ts";
 import * as adminStorage from "./admin/storage/index.ts";
 import * as adminStrategies from "./admin/strategies/index.ts";
@@ -33,9 +35,11 @@ const modules = [
   createTemporaryTokens,
   cheveretoUpload,
   adminSettings,
+  adminMail,
   adminGroups,
   adminStrategies,
   adminUsers,
+  adminInvitations,
   adminTokens,
   adminAlbums,
   adminStorage,

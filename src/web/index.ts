@@ -27,6 +27,8 @@ import { assets } from "./components/index.ts";
 import { makeView, negotiate, t, withView } from "./i18n/index.ts";
 import * as login from "./login.tsx";
 import * as passwordLink from "./password-link.tsx";
+import * as forgotPassword from "./forgot-password.tsx";
+import * as verifyEmail from "./verify-email.tsx";
 import * as preferences from "./preferences.ts";
 import { themeOf } from "./preferences.ts";
 import * as site from "./site.ts";
@@ -98,6 +100,8 @@ function createWebApp() {
   login.register(web);
   registration.register(web);
   passwordLink.register(web);
+  forgotPassword.register(web);
+  verifyEmail.register(web);
   dashboard.register(web);
   images.register(web);
   albums.register(web);

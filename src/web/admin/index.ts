@@ -8,6 +8,8 @@ import type { WebEnv } from "../session.ts";
 import * as audit from "./audit.tsx";
 import * as groups from "./groups.tsx";
 import * as images from "./images.tsx";
+import * as invitations from "./invitations.tsx";
+import * as mail from "./mail.tsx";
 import * as maintenance from "./maintenance.tsx";
 import * as overview from "./overview.tsx";
 import * as settings from "./settings.tsx";
@@ -21,6 +23,8 @@ export function register(web: Hono<WebEnv>) {
   groups.register(web);
   strategies.register(web);
   settings.register(web);
+  mail.register(web);
+  invitations.register(web);
   images.register(web);
   maintenance.register(web);
   webhooks.register(web);
