@@ -103,6 +103,10 @@ function groupForm(g: any, overrides: Record<string, string> = {}): Record<strin
   (g.strategy_ids as number[]).forEach((id, i) => (fields[`position_${id}`] = String(i + 1)));
   delete fields.id;
   delete fields.is_guest;
+  // the form's units: megapixels, and the retention as a choice (any stored value is one, so it saves back unchanged)
+  fields.max_pixels = String(g.max_pixels / 1_000_000);
+  fields.retention_max_seconds_preset = g.retention_max_seconds === null ? "" : String(g.retention_max_seconds);
+  delete fields.retention_max_seconds;
   const result = { ...fields, ...overrides };
   for (const [k, v] of Object.entries(overrides)) if (v === "\0") delete result[k];
   return result;
@@ -162,9 +166,9 @@ describe("groups", () => {
       name,
       enabled: "1",
       max_file_size_kb: "2048",
-      max_pixels: "5000000",
+      max_pixels: "5",
       default_capacity_kb: "0",
-      retention_max_seconds: "86400",
+      retention_max_seconds_preset: "86400",
       uploads_per_minute: "5",
       uploads_per_hour: "",
       uploads_per_day: "100",
@@ -281,23 +285,64 @@ describe("groups", () => {
     expect(await admin.visitor.post(`/user/admin/groups/${ctx.guestGroupId}`, groupForm(guest))).toHaveProperty("status", 303);
   });
 
+  test("human units: sizes with a unit, pixels in megapixels, the retention as presets; a stored group saves back exactly", async () => {
+    const admin = await signedIn();
+    const created = await ctx.admin("POST", "/api/admin/groups", {
+      name: uniqueName("grp"),
+      max_file_size_kb: 20_480,
+      default_capacity_kb: 1536,
+      max_pixels: 5_000_001,
+      retention_max_seconds: 90,
+    });
+    const edit = await (await admin.visitor.get(`/user/admin/groups/${created.id}`)).text();
+    expect(edit).toMatch(/id="max-file-size-kb" name="max_file_size_kb" type="number"[^>]* value="20"/);
+    expect(edit).toMatch(/<select id="max-file-size-kb-unit" name="max_file_size_kb_unit"><option value="KB">KB<\/option><option value="MB" selected="">MB/);
+    expect(edit).toMatch(/id="default-capacity-kb" name="default_capacity_kb" type="number"[^>]* value="1536"/);
+    expect(edit).toMatch(/id="max-pixels" name="max_pixels" type="number"[^>]* value="5.000001"/);
+    expect(edit).toContain('<option value="90" selected="">90 seconds</option>');
+    expect(edit).toContain('<option value="86400">1 day</option>');
+    // saved as shown: nothing changes
+    expect((await admin.visitor.post(`/user/admin/groups/${created.id}`, groupForm(created))).status).toBe(303);
+    expect(await groupById(created.id)).toEqual(created);
+    // 2 MB, 1.5 MP and a custom 3 hours, as the API counts them
+    const changed = groupForm(created, {
+      max_file_size_kb: "2",
+      max_file_size_kb_unit: "MB",
+      max_pixels: "1.5",
+      retention_max_seconds_preset: "custom",
+      retention_max_seconds_custom: "3",
+      retention_max_seconds_unit: "hours",
+    });
+    expect((await admin.visitor.post(`/user/admin/groups/${created.id}`, changed)).status).toBe(303);
+    expect(await groupById(created.id)).toMatchObject({ max_file_size_kb: 2048, max_pixels: 1_500_000, retention_max_seconds: 10_800 });
+    // a custom duration that is no whole number: the form's own message, nothing saved
+    const bad = await admin.visitor.post(`/user/admin/groups/${created.id}`, { ...changed, retention_max_seconds_custom: "1.5" });
+    expect(bad.status).toBe(422);
+    expect(errorOf(await bad.text(), "retention-max-seconds")).toBe("Choose a duration, or give a whole number of minutes, hours or days.");
+    expect((await groupById(created.id)).retention_max_seconds).toBe(10_800);
+  });
+
   test("invalid input re-renders the form with the API's message next to the field, and changes nothing", async () => {
     const admin = await signedIn();
     const created = await ctx.admin("POST", "/api/admin/groups", { name: uniqueName("grp") });
     const auditBefore = (await auditLog()).length;
-    const cases: [Record<string, string>, string, string, Record<string, unknown>][] = [
-      [{ max_file_size_kb: "0" }, "max_file_size_kb", "group-max-file-size-kb", { max_file_size_kb: 0 }],
-      [{ max_file_size_kb: "lots" }, "max_file_size_kb", "group-max-file-size-kb", { max_file_size_kb: "lots" }],
+    const sizeError = "Give a size: a number of KB, MB or GB (1 KB – 1 GB).";
+    const cases: [Record<string, string>, string, string, Record<string, unknown>, string?][] = [
+      [{ max_file_size_kb: "0" }, "max_file_size_kb", "max-file-size-kb", { max_file_size_kb: 0 }, sizeError],
+      [{ max_file_size_kb: "lots" }, "max_file_size_kb", "max-file-size-kb", { max_file_size_kb: "lots" }, sizeError],
+      [{ max_file_size_kb: "2", max_file_size_kb_unit: "GB" }, "max_file_size_kb", "max-file-size-kb", { max_file_size_kb: 2 * 1024 * 1024 }, sizeError],
+      [{ max_pixels: "2000" }, "max_pixels", "max-pixels", { max_pixels: 2_000_000_000 }, "Give a number of megapixels (0.000001 – 1000 MP)."],
       [{ uploads_per_minute: "-1" }, "uploads_per_minute", "group-uploads-per-minute", { uploads_per_minute: -1 }],
       [{ convert_quality: "101" }, "convert_quality", "group-convert-quality", { convert_quality: 101 }],
       [{ review_webhook_url: "not a url" }, "review_webhook_url", "group-review-webhook-url", { review_webhook_url: "not a url" }],
       [{ name: "" }, "name", "group-name", { name: "" }],
       [{ metadata: "shred" }, "metadata", "group-metadata", { metadata: "shred" }],
     ];
-    for (const [override, field, id, apiBody] of cases) {
+    for (const [override, field, id, apiBody, own] of cases) {
       const api = await adminJson("PATCH", `/api/admin/groups/${created.id}`, apiBody);
       expectStatus(api, 422);
-      const message = api.body.errors[field][0];
+      // a field in other units than the API's speaks in the form's words
+      const message = own ?? api.body.errors[field][0];
       const res = await admin.visitor.post(`/user/admin/groups/${created.id}`, groupForm(created, override));
       expect(res.status, field).toBe(422);
       const html = await res.text();
@@ -338,7 +383,7 @@ describe("groups", () => {
     expect(bad.status).toBe(422);
     const badHtml = await bad.text();
     expect(badHtml).toContain(`value="${newName}"`);
-    expect(errorOf(badHtml, "group-max-file-size-kb")).toContain("max_file_size_kb");
+    expect(errorOf(badHtml, "max-file-size-kb")).toBe("Give a size: a number of KB, MB or GB (1 KB – 1 GB).");
     expect(await groupByName(newName)).toBeUndefined();
     expect(await groupById(created.id)).toEqual(created);
     // what the API refused was not logged; the direct API calls above were refused too
@@ -420,7 +465,7 @@ describe("strategies", () => {
     expect(created.detail.config).toMatchObject({ access_key_id: "(set)", secret_access_key: "(set)" });
 
     const edit = await see(`/user/admin/strategies/${s3.id}`);
-    expect(edit).toContain('id="strategy-secret-access-key" name="secret_access_key" type="password" value=""');
+    expect(edit).toContain('id="strategy-secret-access-key" name="secret_access_key" type="password" autocomplete="new-password"');
     expect(edit).toContain("Set. Never shown.");
     expect(edit).toContain('name="clear_secret_access_key"');
     expect(edit).toContain('value="pictures"');
@@ -532,7 +577,7 @@ describe("strategies", () => {
       [{ bucket: "" }, "bucket", "strategy-bucket", { config: { url: "https://b.example" } }],
       [{ endpoint: "nowhere" }, "endpoint", "strategy-endpoint", { config: { bucket: "b", url: "https://b.example", endpoint: "nowhere" } }],
       [{ name: "" }, "name", "strategy-name", { name: "" }],
-      [{ quota_kb: "-5" }, "quota_kb", "strategy-quota-kb", { quota_kb: -5 }],
+      [{ quota_kb: "-5" }, "quota_kb", "quota-kb", { quota_kb: -5 }],
     ];
     for (const [override, field, id, apiBody] of cases) {
       const api = await adminJson("PATCH", `/api/admin/strategies/${s3.id}`, apiBody);
@@ -542,7 +587,7 @@ describe("strategies", () => {
       const res = await admin.visitor.post(`/user/admin/strategies/${s3.id}`, { name: s3.name, bucket: "b", url: "https://b.example", ...override });
       expect(res.status, field).toBe(422);
       const html = await res.text();
-      expect(errorOf(html, id), field).toBe(api.body.errors[key][0]);
+      expect(errorOf(html, id), field).toBe(field === "quota_kb" ? "Give a size: a number of KB, MB or GB (≥ 0 KB)." : api.body.errors[key][0]);
       expect(html).toMatch(new RegExp(`id="${id}"[^>]*aria-invalid="true"`));
       expect(html).not.toContain(SECRET);
     }

@@ -9,7 +9,7 @@ import { formField, readForm } from "../form.ts";
 import { aria, FieldError, FormToken, Hint, Notice, Select, TextInput } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi } from "./api.ts";
-import { errorsOf, type Shown } from "./groups.tsx";
+import { errorsOf, type Shown } from "./form-kit.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
 const SETTINGS = `${ADMIN}/settings`;

@@ -13,8 +13,9 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
-import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
+import adminGroups from "./admin-groups.ts";
+import adminStrategies from "./admin-strategies.ts";
 
 export const en = {
   ...common,
@@ -28,7 +29,8 @@ export const en = {
   ...account,
   ...webhooks,
   ...admin,
-  ...mail,
   ...adminAudit,
+  ...adminGroups,
+  ...adminStrategies,
 } as const;
 export type MessageKey = keyof typeof en;

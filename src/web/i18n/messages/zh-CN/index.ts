@@ -11,8 +11,9 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
-import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
+import adminGroups from "./admin-groups.ts";
+import adminStrategies from "./admin-strategies.ts";
 
 export const zhCN: Record<MessageKey, string> = {
   ...common,
@@ -26,6 +27,7 @@ export const zhCN: Record<MessageKey, string> = {
   ...account,
   ...webhooks,
   ...admin,
-  ...mail,
   ...adminAudit,
+  ...adminGroups,
+  ...adminStrategies,
 };
