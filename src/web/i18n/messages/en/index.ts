@@ -13,6 +13,7 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
+import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
@@ -29,6 +30,7 @@ export const en = {
   ...account,
   ...webhooks,
   ...admin,
+  ...mail,
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,

@@ -11,6 +11,7 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
+import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
@@ -27,6 +28,7 @@ export const zhCN: Record<MessageKey, string> = {
   ...account,
   ...webhooks,
   ...admin,
+  ...mail,
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
