@@ -8,6 +8,7 @@
 import { and, count, eq, gt, isNull } from "drizzle-orm";
 import { emailVerifications, users } from "../../db/schema.ts";
 import type { Deps } from "../../deps.ts";
+import { servicesOf } from "../index.ts";
 import { randomToken, sha256Hex } from "../secrets.ts";
 
 export const VERIFICATION_MS = 86_400_000;
@@ -47,7 +48,7 @@ export async function createEmailVerification(deps: Deps, userId: number): Promi
 export async function useEmailVerification(deps: Deps, token: string): Promise<number | null> {
   if (!/^[\w-]{20,100}$/.test(token)) return null;
   const now = deps.clock();
-  return deps.db.transaction(async (tx) => {
+  const verified = await deps.db.transaction(async (tx) => {
     const [link] = await tx
       .update(emailVerifications)
       .set({ usedAt: now })
@@ -61,4 +62,7 @@ export async function useEmailVerification(deps: Deps, token: string): Promise<n
       .returning({ id: users.id });
     return user?.id ?? null;
   });
+  // the account's row is kept a second by the lookups of authentication: its next upload must see the change
+  if (verified !== null) servicesOf(deps).lookups.clear();
+  return verified;
 }
