@@ -56,6 +56,9 @@ function LoginPage({ login = "", next, error, info, registration }: LoginForm) {
           {t("auth.signIn")}
         </button>
       </form>
+      <p class="narrow">
+        <a href={`${BASE}/forgot`}>{t("mail.forgot.link")}</a>
+      </p>
       <p class="narrow muted">
         {registration ? rich("auth.noAccountOpen", { a: (chunks) => <a href={`${BASE}/register`}>{chunks}</a> }) : t("auth.noAccountClosed")}
       </p>
