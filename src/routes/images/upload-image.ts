@@ -93,6 +93,7 @@ const uploadImageRoute = createRoute({
     "Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. " +
     "Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. " +
     "A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. " +
+    "403 also when the administrator asks accounts made by sign-up to confirm their email address first (admin API `email_verification`) and this account has not yet: before its body is read; accounts made by an administrator are never asked. " +
     "Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). " +
     "In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. " +
     "Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; " +
