@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Upload an image
-         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), a known caller 16 at once on one server (400 beyond, with `Retry-After`, as every failed upload check), the server 64 in all (503, with `Retry-After`); a body must arrive within 60 seconds (408).
+         * @description Stores an image on a strategy of the caller's group and returns its address, thumbnail and embed snippets (also under `links`, for existing uploaders). Credential: a permanent token, a temporary upload token (header, or multipart field `token`), or none as a guest when guest upload is enabled. Checks, before anything is stored: allowed format (extension, declared type and sniffed content agree; SVG is not accepted), per-image size, pixel count, remaining capacity, upload frequency, concurrent uploads, strategy permission and quota, retention ceiling, album ownership, content review. A failed business check answers 400; a missing or ill-typed field 422. Unknown fields are ignored. 403 also when the administrator asks accounts made by sign-up to confirm their email address first (admin API `email_verification`) and this account has not yet: before its body is read; accounts made by an administrator are never asked. Every check judges the upload as sent; then the group's metadata policy and processing on upload (convert, downscale, JPEG quality cap; off unless an administrator turns it on) make what is stored, which the answer describes (`origin_name` stays the uploaded name). In a group with a retention ceiling, an upload without `expired_at` expires at the ceiling. Cost before trust: nothing beyond the small fields before the file is read until the sender is known, and never more than its own group's per-image limit; a client address without a header credential may send 4 upload bodies at once (429 beyond, with `Retry-After`), a known caller 16 at once on one server (400 beyond, with `Retry-After`, as every failed upload check), the server 64 in all (503, with `Retry-After`); a body must arrive within 60 seconds (408).
          */
         post: operations["uploadImage"];
         delete?: never;
@@ -164,6 +164,50 @@ export interface paths {
          * @description Changes the named switches and the site's identity (name, logo, favicon, accent colour, default language of the pages); omitted ones stay as they are.
          */
         patch: operations["adminUpdateSettings"];
+        trace?: never;
+    };
+    "/api/admin/mail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the mail settings
+         * @description The SMTP server the site's mail goes through (password reset, email verification, the test mail) and where it is set: the environment (SMTP_HOST and the other SMTP_ variables win over the stored settings) or these settings. The password is never returned.
+         */
+        get: operations["adminGetMailSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the mail settings
+         * @description Changes the named fields; omitted ones stay as they are. `smtp_password` is write-only: stored sealed with the site's secret key, never returned; null or empty removes it. While SMTP_HOST is set in the environment, the stored SMTP fields are kept but not used. `email_verification` can be turned on only while mail is set up (422 otherwise).
+         */
+        patch: operations["adminUpdateMailSettings"];
+        trace?: never;
+    };
+    "/api/admin/mail/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test mail
+         * @description Sends a test mail to `to` through the SMTP server in use, now, in the site's default language, and answers when the server has taken it. 400 when mail is not set up; 503 with the server's or the network's error when the send fails.
+         */
+        post: operations["adminSendTestMail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/admin/groups/{id}/strip-metadata": {
@@ -381,6 +425,50 @@ export interface paths {
          */
         post: operations["adminCreatePasswordLink"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the invitations
+         * @description A page of the invitations, newest first, without their codes (`page`, `per_page` up to 500, default 100).
+         */
+        get: operations["adminListInvitations"];
+        put?: never;
+        /**
+         * Make an invitation
+         * @description An invitation link to the sign-up page that works while registration is closed (and, while it is open, puts the account in the invitation's group): `max_uses` accounts at most, until `expires_in` seconds from now. The code is shown this once; only its hash is kept. The guest group cannot be given.
+         */
+        post: operations["adminCreateInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw an invitation
+         * @description The invitation stops working at once; accounts already made with it stay. Withdrawing twice is not an error (the first time is kept).
+         */
+        delete: operations["adminRevokeInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1380,6 +1468,77 @@ export interface components {
             default_locale?: "en" | "zh-CN";
         };
         /** @description Callers must check both the HTTP status code and `status`. */
+        MailSettingsResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["MailSettings"];
+        };
+        MailSettings: {
+            /**
+             * @description Where the SMTP server in use comes from: `environment` (SMTP_HOST is set: the environment wins, the fields below show its values and the stored ones are ignored), `settings` (the stored fields), or `none` (mail is not set up: no reset or verification mail goes out)
+             * @enum {string}
+             */
+            source: "environment" | "settings" | "none";
+            /**
+             * @description The SMTP server's host name or address; empty = not set
+             * @example smtp.example.com
+             */
+            smtp_host: string;
+            /** @example 587 */
+            smtp_port: number;
+            /**
+             * @description `starttls`: upgrade required (port 587); `tls`: TLS from the first byte (port 465); `none`: no TLS (a relay on this machine)
+             * @enum {string}
+             */
+            smtp_security: "starttls" | "tls" | "none";
+            /**
+             * @description Empty = no authentication
+             * @example images@example.com
+             */
+            smtp_username: string;
+            /** @description Whether a password is set; the password itself is never returned */
+            smtp_password_set: boolean;
+            /**
+             * @description The sender's address; the sender's name is the site's name
+             * @example images@example.com
+             */
+            mail_from: string;
+            /** @description An account made by sign-up (open registration or an invitation) uploads nothing until it confirms its email address by the link mailed to it (POST /api/v1/upload answers 403). Accounts made by an administrator, and accounts made before the switch was turned on, are not asked. */
+            email_verification: boolean;
+        };
+        MailSettingsInput: {
+            smtp_host?: string;
+            smtp_port?: number;
+            /** @enum {string} */
+            smtp_security?: "starttls" | "tls" | "none";
+            smtp_username?: string;
+            /** @description Write-only; null or empty removes it */
+            smtp_password?: string | null;
+            /** @description The sender's address; empty = not set */
+            mail_from?: "" | string;
+            email_verification?: boolean;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        TestMailResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                /** @example admin@example.com */
+                sent_to: string;
+            };
+        };
+        TestMailInput: {
+            /**
+             * Format: email
+             * @example admin@example.com
+             */
+            to: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
         StripMetadataBatchResponse: components["schemas"]["Envelope"] & {
             /** @enum {boolean} */
             status?: true;
@@ -1860,6 +2019,125 @@ export interface components {
             message?: "success";
             data: {
                 images_deleted: number;
+            };
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminInvitationListResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                invitations: components["schemas"]["AdminInvitation"][];
+                /** @example 1 */
+                current_page: number;
+                /** @example 1 */
+                last_page: number;
+                /** @example 100 */
+                per_page: number;
+                /**
+                 * @description Number of items over all pages
+                 * @example 1
+                 */
+                total: number;
+            };
+        };
+        /** @description An invitation's record; its code is shown only when it is made. */
+        AdminInvitation: {
+            /** @example 4 */
+            id: number;
+            /**
+             * @description The group the invited accounts join
+             * @example 1
+             */
+            group_id: number;
+            /**
+             * @description Accounts the invitation may make
+             * @example 5
+             */
+            max_uses: number;
+            /**
+             * @description Accounts made with it so far
+             * @example 2
+             */
+            uses: number;
+            /**
+             * @description The administrator's note (whom it is for)
+             * @example photo club
+             */
+            note: string;
+            /** @enum {string} */
+            status: "active" | "used_up" | "expired" | "revoked";
+            /**
+             * @description When it stops working
+             * @example 2026-11-22 10:30:00
+             */
+            expired_at: string;
+            /**
+             * @description null unless withdrawn
+             * @example 2026-11-22 10:30:00
+             */
+            revoked_at: string | null;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        CreatedInvitationResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["CreatedInvitation"];
+        };
+        /** @description An invitation's record; its code is shown only when it is made. */
+        CreatedInvitation: components["schemas"]["AdminInvitation"] & {
+            /**
+             * @description The invitation code (shown this once)
+             * @example 5tW0m1p6k3d3Jq9ZxY0aBcDeFgHiJkLm
+             */
+            code: string;
+            /**
+             * Format: uri
+             * @description The sign-up page with the code: give this link to the people invited
+             */
+            url: string;
+        };
+        InvitationInput: {
+            /**
+             * @description The group the accounts join; omitted = the default group
+             * @example 1
+             */
+            group_id?: number;
+            /**
+             * @description Accounts it may make
+             * @default 1
+             * @example 5
+             */
+            max_uses: number;
+            /**
+             * @description Seconds it stays valid (60 to a year; default a week)
+             * @default 604800
+             * @example 604800
+             */
+            expires_in: number;
+            /**
+             * @description Whom it is for
+             * @default
+             * @example photo club
+             */
+            note: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        AdminInvitationResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                invitation: components["schemas"]["AdminInvitation"];
             };
         };
         /** @description Callers must check both the HTTP status code and `status`. */
@@ -3512,6 +3790,349 @@ export interface operations {
                      *       "message": "Internal server error.",
                      *       "data": null,
                      *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminGetMailSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The mail settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MailSettingsResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminUpdateMailSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MailSettingsInput"];
+            };
+        };
+        responses: {
+            /** @description The mail settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MailSettingsResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminSendTestMail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestMailInput"];
+            };
+        };
+        responses: {
+            /** @description The server took the mail */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestMailResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A service-wide cap is reached (uploads being received, images being processed) or the database does not answer: nothing was done; retry after the `Retry-After` header's seconds when it is given */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Service unavailable.",
+                     *       "data": null
                      *     }
                      */
                     "application/json": components["schemas"]["ErrorEnvelope"];
@@ -5248,6 +5869,342 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PasswordLinkResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminListInvitations: {
+        parameters: {
+            query?: {
+                /** @description Page number */
+                page?: number;
+                /** @description Items per page */
+                per_page?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminInvitationListResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminCreateInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationInput"];
+            };
+        };
+        responses: {
+            /** @description The invitation and its link */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedInvitationResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminRevokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The withdrawn invitation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminInvitationResponse"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */
