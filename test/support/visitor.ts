@@ -22,9 +22,12 @@ export function visitorClass(context: () => TestContext, nextAddress: () => stri
       const set = res.headers.get("set-cookie");
       this.lastSetCookie = set;
       if (!set) return;
-      const [pair] = set.split(";");
+      // the session's cookie when the answer sets several (a sign-in also clears its own pending cookie)
+      const all = res.headers.getSetCookie();
+      const chosen = all.find((c) => c.startsWith("ih_session=")) ?? all[0] ?? set;
+      const [pair] = chosen.split(";");
       const value = pair!.slice(pair!.indexOf("=") + 1);
-      this.cookie = value && !/Max-Age=0/i.test(set) ? pair : undefined;
+      this.cookie = value && !/Max-Age=0/i.test(chosen) ? pair : undefined;
     }
 
     async get(path: string) {
