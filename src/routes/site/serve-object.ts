@@ -42,7 +42,8 @@ export function objectHandler(deps: Deps, objects: ObjectServer): ObjectHandler 
     // stored paths are ours: date folders and base64url names; anything else cannot be a stored object
     if (!storedPathShape.test(path) || path.split("/").includes("..")) return notFound();
     const now = deps.clock();
-    const facts = await objects.find(path, now);
+    const found = objects.find(path, now);
+    const facts = found instanceof Promise ? await found : found;
     if (!facts) return notFound();
     if (!query) return objectResponse(request, await objects.original(path, facts), now);
     // the client as every per-address bound sees it (X-Forwarded-For behind TRUST_PROXY proxies, else the socket)

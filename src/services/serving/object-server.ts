@@ -29,6 +29,8 @@ interface ObjectFacts {
   mimetype: string;
   etag: string;
   lastModified: Date;
+  /** The original's own headers, made once: serving a kept object allocates no header strings. */
+  own: { "content-type": string; etag: string; "last-modified": string };
   expiredAt: Date | null;
   /** An original (not a thumbnail): what its variants are made of. */
   source: (VariantSource & { sha1: string; animationRead?: boolean }) | null;
@@ -49,6 +51,7 @@ export type Served =
 
 const CACHED_OBJECTS = 50_000;
 const MISSING: Served = { kind: "missing" };
+const unexpired = (facts: ObjectFacts, now: Date) => (facts.expiredAt && facts.expiredAt.getTime() <= now.getTime() ? null : facts);
 const secondOf = (d: Date) => new Date(Math.floor(d.getTime() / 1000) * 1000);
 
 export class ObjectServer {
@@ -62,11 +65,14 @@ export class ObjectServer {
   ) {}
 
   /** The facts of the object stored at `path` (kept), or null when there is none or it has expired. */
-  async find(path: string, now: Date): Promise<ObjectFacts | null> {
-    const facts = await this.factsOf(path);
-    if (!facts) return null;
-    if (facts.expiredAt && facts.expiredAt.getTime() <= now.getTime()) return null;
-    return facts;
+  /**
+   * The facts of the object stored at `path`, or null when there is none or it has expired: at once when they are
+   * kept (the hot path takes no promise for them), from the database otherwise.
+   */
+  find(path: string, now: Date): ObjectFacts | null | Promise<ObjectFacts | null> {
+    const kept = this.known.get(path);
+    if (kept) return unexpired(kept, now);
+    return this.factsOf(path).then((facts) => facts && unexpired(facts, now));
   }
 
   /** The object itself (an original or a thumbnail), when its file is still there. */
@@ -76,7 +82,7 @@ export class ObjectServer {
       this.known.delete(path);
       return MISSING;
     }
-    return { kind: "file", blob, facts, own: { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString() } };
+    return { kind: "file", blob, facts, own: facts.own };
   }
 
   /**
@@ -116,7 +122,7 @@ export class ObjectServer {
         kind: "file",
         blob,
         facts,
-        own: { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString(), ...vary },
+        own: { ...facts.own, ...vary },
       };
     }
     const key = variantKey(source.image.id, resolved.width, resolved.format);
@@ -192,7 +198,7 @@ export class ObjectServer {
       this.known.delete(path);
       return MISSING;
     }
-    const own = { "content-type": facts.mimetype, etag: facts.etag, "last-modified": facts.lastModified.toUTCString(), ...vary };
+    const own = { ...facts.own, ...vary };
     return { kind: "file", blob, facts, own, shortMaxAge: FALLBACK_MAX_AGE };
   }
 
@@ -203,11 +209,15 @@ export class ObjectServer {
     if (!found) return null;
     const { image, strategy } = found;
     const isThumbnail = path !== image.path;
-    const facts = {
+    const mimetype = isThumbnail ? "image/webp" : image.mimetype;
+    const etag = `"${isThumbnail ? "t-" : ""}${image.sha1}"`;
+    const lastModified = secondOf(image.createdAt);
+    const facts: ObjectFacts = {
       strategy,
-      mimetype: isThumbnail ? "image/webp" : image.mimetype,
-      etag: `"${isThumbnail ? "t-" : ""}${image.sha1}"`,
-      lastModified: secondOf(image.createdAt),
+      mimetype,
+      etag,
+      lastModified,
+      own: { "content-type": mimetype, etag, "last-modified": lastModified.toUTCString() },
       expiredAt: image.expiredAt,
       source: isThumbnail
         ? null
