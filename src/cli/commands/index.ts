@@ -6,6 +6,7 @@ import { databaseCommands } from "./database.ts";
 import { groupCommands } from "./group.ts";
 import { imageCommands } from "./images.ts";
 import { importCommands } from "./import.ts";
+import { invitationCommands } from "./invitation.ts";
 import { settingsCommands } from "./settings.ts";
 import { storageCommands } from "./storage.ts";
 import { strategyCommands } from "./strategy.ts";
@@ -17,6 +18,7 @@ export const commandGroups: Record<string, CommandGroup> = {
   user: userCommands,
   token: tokenCommands,
   settings: settingsCommands,
+  invitation: invitationCommands,
   group: groupCommands,
   images: imageCommands,
   strategy: strategyCommands,
