@@ -551,6 +551,50 @@ describe("API tokens page", () => {
       expect((await visitor.post("/user/tokens/temporary", { num: num!, seconds: seconds! })).status).toBe(422);
     }
   });
+
+  test("temporary token lifetimes are presets (an hour, a day, 30 days) or a custom amount, sent as the API's seconds", async () => {
+    const { user, visitor } = await signedIn();
+    const page = await text(await visitor.get("/user/tokens"));
+    expect(page).not.toContain("2626560");
+    expect(page).toContain(">1 live token<"); // the account's own, counted plural-aware
+    for (const [value, words] of [
+      ["3600", "1 hour"],
+      ["86400", "1 day"],
+      ["2592000", "30 days"],
+    ]) {
+      expect(page).toContain(`<option value="${value}"${value === "3600" ? ' selected=""' : ""}>${words}</option>`);
+    }
+    const lifetimes = async () => {
+      const rows = await ctx.db.select().from(tokens).where(eq(tokens.userId, user.id));
+      return rows
+        .filter((r) => r.kind === "temporary")
+        .map((r) => Math.round((r.expiredAt!.getTime() - r.createdAt.getTime()) / 1000))
+        .sort((a, b) => a - b);
+    };
+    const issue = (fields: Record<string, string>) => visitor.post("/user/tokens/temporary", { num: "1", ...fields });
+    expect((await issue({ seconds_preset: "86400", seconds_custom: "", seconds_unit: "minutes" })).status).toBe(200);
+    expect((await issue({ seconds_preset: "custom", seconds_custom: "90", seconds_unit: "minutes" })).status).toBe(200);
+    const custom = await issue({ seconds_preset: "custom", seconds_custom: "2", seconds_unit: "days" });
+    expect(custom.status).toBe(200);
+    expect(await text(custom)).toContain('<option value="days" selected="">days</option>'); // the choice is kept
+    const lived = await lifetimes();
+    expect(lived.length).toBe(3);
+    for (const [i, seconds] of [5400, 86_400, 172_800].entries()) expect(Math.abs(lived[i]! - seconds)).toBeLessThanOrEqual(1);
+    // beyond the API's bound, or not a number: the form's 422, nothing issued
+    for (const fields of [
+      { seconds_preset: "custom", seconds_custom: "31", seconds_unit: "days" },
+      { seconds_preset: "custom", seconds_custom: "soon", seconds_unit: "hours" },
+      { seconds_preset: "custom", seconds_custom: "", seconds_unit: "hours" },
+    ]) {
+      const refused = await issue(fields);
+      expect(refused.status).toBe(422);
+      const html = await text(refused);
+      expect(html).toContain('id="seconds-error"');
+      expect(html).toContain("Choose a lifetime from one second to about 30 days.");
+    }
+    expect((await lifetimes()).length).toBe(3);
+    expect(await text(await visitor.get("/user/tokens"))).toContain(">4 live tokens<");
+  });
 });
 
 describe("images page", () => {
