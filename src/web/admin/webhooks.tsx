@@ -1,6 +1,6 @@
 /**
  * The site-wide webhook endpoints, /user/admin/webhooks, for administrators: the same pages as the user
- * center's (../webhooks.tsx), with every event (user.disabled too) and the admin frame.
+ * center's (../webhooks/), with every event (user.disabled too) and the admin frame.
  *
  * Like every admin page, it changes nothing itself: every read and every change is a call of the admin API
  * (routes/admin/webhooks/) in-process through adminApi (api.ts), so the API's validation and messages apply and its
@@ -15,7 +15,8 @@ import { AppError, notFound } from "../../errors.ts";
 import { parseDateTime } from "../../http/time.ts";
 import { SITE_ENDPOINTS_MAX } from "../../services/webhooks.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
-import { type DeliveryView, type EndpointView, registerWebhookPages, type WebhookArea, type WebhookBackend } from "../webhooks.tsx";
+import { registerWebhookPages } from "../webhooks/routes.tsx";
+import type { DeliveryView, EndpointView, WebhookArea, WebhookBackend } from "../webhooks/types.ts";
 import { type ApiAnswer, adminApi } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
@@ -131,11 +132,10 @@ const adminArea: WebhookArea = {
   backend: apiBackend,
   events: [...EVENT_TYPES],
   max: SITE_ENDPOINTS_MAX,
-  whose: "every account (images, tokens, accounts disabled)",
-  internal: "unless the operator lists them in WEBHOOK_ALLOW",
+  scope: "site",
   gate: requireAdminSession,
   frame: ({ title, signedIn, children }) => (
-    <AdminLayout title={title === "Webhooks" ? "Site-wide webhooks" : title} signedIn={signedIn} section="webhooks">
+    <AdminLayout title={title} signedIn={signedIn} section="webhooks">
       {children}
     </AdminLayout>
   ),
