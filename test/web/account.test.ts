@@ -126,7 +126,7 @@ describe("changing the email", () => {
     expect(wrong.status).toBe(401);
     const html = await wrong.text();
     expect(html).toContain("This is not your current password.");
-    expect(html).toContain('aria-describedby="email_password-error"');
+    expect(html).toContain('aria-describedby="email_password-hint email_password-error"');
     expect(html).toContain(`value="other-${user.email}"`); // kept for another try
     const missing = await visitor.post("/user/account/email", { email: `other-${user.email}` });
     expect(missing.status).toBe(422);

@@ -1,0 +1,234 @@
+/** The account page: email, password, language and theme, and where the account is signed in. */
+import type { Session } from "../../db/repositories/sessions.ts";
+import { PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
+import { describeUserAgent } from "../../services/sessions.ts";
+import { Card, Cell, Checkbox, Field, FormToken, Layout, Notice, Table, TextInput, UtcTime } from "../components/index.ts";
+import { LOCALE_NAMES, LOCALES, type MessageKey, negotiate, rich, t, THEMES, view } from "../i18n/index.ts";
+import { BASE, type SignedIn } from "../session.ts";
+
+/** The longest email, as on sign-up. */
+export const EMAIL_MAX = 254;
+
+export type FieldName = "current_password" | "new_password" | "new_password_again" | "email" | "email_password";
+
+export interface Shown {
+  notice?: string;
+  refusal?: string;
+  errors?: Partial<Record<FieldName, string>>;
+  revokeTokens?: boolean;
+  /** The email as typed, shown again after a refusal. */
+  email?: string;
+}
+
+/** The device in the page's words: describeUserAgent's "Chrome on Linux" or "Unknown browser", translated. */
+function deviceOf(userAgent: string): string {
+  const said = describeUserAgent(userAgent);
+  if (said === "Unknown browser") return t("account.sessions.unknownDevice");
+  const [browser, system] = said.split(" on ");
+  return system ? t("account.sessions.on", { browser, system }) : said;
+}
+
+/** How a session signed in (sessions.method): password, password+totp, passkey, oidc:<provider>… */
+function methodOf(method: string): string {
+  if (method.startsWith("oidc:")) return t("account.method.oidc", { provider: method.slice(5) });
+  const known: Record<string, MessageKey> = {
+    password: "account.method.password",
+    "password+totp": "account.method.passwordTotp",
+    "password+passkey": "account.method.passwordPasskey",
+    "password+recovery": "account.method.passwordRecovery",
+    passkey: "account.method.passkey",
+  };
+  return known[method] ? t(known[method]) : method;
+}
+
+function SessionRow({ s, signedIn }: { s: Session; signedIn: SignedIn }) {
+  const current = s.id === signedIn.session.id;
+  const device = deviceOf(s.userAgent);
+  const address = s.ip || t("account.sessions.unknownAddress");
+  return (
+    <tr data-session={String(s.id)} class={current ? "current" : undefined}>
+      <Cell label={t("account.sessions.device")}>
+        <strong>{device}</strong>
+        {current && <span class="badge this-session">{t("account.sessions.this")}</span>}
+        {s.userAgent && <small class="muted ua">{s.userAgent}</small>}
+      </Cell>
+      <Cell label={t("account.sessions.address")}>{address}</Cell>
+      <Cell label={t("account.sessions.method")}>{methodOf(s.method)}</Cell>
+      <Cell label={t("account.sessions.lastSeen")}>
+        <UtcTime at={s.lastSeenAt} />
+      </Cell>
+      <Cell label={t("account.sessions.signedIn")}>
+        <UtcTime at={s.createdAt} />
+      </Cell>
+      <Cell>
+        {current ? (
+          <form method="post" action={`${BASE}/logout`}>
+            <FormToken signedIn={signedIn} />
+            <button type="submit" class="small" aria-label={t("account.sessions.signOutLabel")}>
+              {t("account.sessions.signOut")}
+            </button>
+          </form>
+        ) : (
+          <form method="post" action={`${BASE}/account/sessions/${s.id}/end`}>
+            <FormToken signedIn={signedIn} />
+            <button type="submit" class="danger small">
+              {t("account.sessions.end")} <span class="visually-hidden">{t("account.sessions.endOf", { device, address })}</span>
+            </button>
+          </form>
+        )}
+      </Cell>
+    </tr>
+  );
+}
+
+function Sessions({ signedIn, sessions }: { signedIn: SignedIn; sessions: Session[] }) {
+  const others = sessions.filter((s) => s.id !== signedIn.session.id).length;
+  return (
+    <Card id="sessions" title={t("account.sessions.title")}>
+      <p class="muted">{t("account.sessions.intro")}</p>
+      <Table
+        class="sessions"
+        label={t("account.sessions.label")}
+        columns={[
+          t("account.sessions.device"),
+          t("account.sessions.address"),
+          t("account.sessions.method"),
+          t("account.sessions.lastSeen"),
+          t("account.sessions.signedIn"),
+          { hidden: t("account.sessions.actions") },
+        ]}
+      >
+        {sessions.map((s) => (
+          <SessionRow s={s} signedIn={signedIn} />
+        ))}
+      </Table>
+      {others > 0 ? (
+        <form method="post" action={`${BASE}/account/sessions/end-others`} class="end-others">
+          <FormToken signedIn={signedIn} />
+          <button type="submit" class="danger">
+            {t("account.sessions.endOthers", { count: others })}
+          </button>
+        </form>
+      ) : (
+        <p class="muted small">{t("account.sessions.nowhereElse")}</p>
+      )}
+    </Card>
+  );
+}
+
+/** The account menu's preferences (POST /user/preferences), here with room to say what each one does. */
+function Preferences({ signedIn }: { signedIn: SignedIn }) {
+  const v = view();
+  const chosen = signedIn.user.locale ?? "";
+  const browsers = negotiate(null, v.acceptLanguage, v.site.defaultLocale);
+  return (
+    <Card id="prefs" title={t("account.prefs.title")} narrow>
+      <p class="muted">{t("account.prefs.intro")}</p>
+      <form method="post" action={`${BASE}/preferences`}>
+        <FormToken signedIn={signedIn} />
+        <input type="hidden" name="back" value={`${BASE}/account?preferences`} />
+        <Field label={t("account.prefs.language")} id="account-locale">
+          <select id="account-locale" name="locale">
+            <option value="" selected={chosen === ""}>
+              {t("account.prefs.languageAuto", { current: LOCALE_NAMES[browsers] })}
+            </option>
+            {LOCALES.map((l) => (
+              <option value={l} selected={l === chosen} lang={l}>
+                {LOCALE_NAMES[l]}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label={t("account.prefs.theme")} id="account-theme">
+          <select id="account-theme" name="theme">
+            {THEMES.map((th) => (
+              <option value={th} selected={th === v.theme}>
+                {t(`common.theme.${th}` as MessageKey)}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <button type="submit" class="primary">
+          {t("account.prefs.submit")}
+        </button>
+      </form>
+    </Card>
+  );
+}
+
+const password = (autocomplete: string, extra: Record<string, string | number | boolean> = {}) => ({
+  autocomplete,
+  required: true,
+  maxlength: PASSWORD_MAX,
+  ...extra,
+});
+
+export function AccountPage({ signedIn, shown, sessions }: { signedIn: SignedIn; shown: Shown; sessions: Session[] }) {
+  const { notice, refusal, errors = {}, revokeTokens = false } = shown;
+  return (
+    <Layout title={t("account.title")} signedIn={signedIn} active="account" here={`${BASE}/account`}>
+      {notice && <Notice kind="success">{notice}</Notice>}
+      {refusal && <Notice kind="error">{refusal}</Notice>}
+      <Card id="email" title={t("account.email.title")} narrow>
+        <p>{rich("account.email.now", { email: <strong data-testid="current-email">{signedIn.user.email}</strong> })}</p>
+        <form method="post" action={`${BASE}/account/email`} novalidate>
+          <FormToken signedIn={signedIn} />
+          <TextInput
+            name="email"
+            type="email"
+            label={t("account.email.new")}
+            value={shown.email ?? ""}
+            error={errors.email}
+            attrs={{ autocomplete: "email", required: true, maxlength: EMAIL_MAX }}
+          />
+          <TextInput
+            id="email_password"
+            name="current_password"
+            type="password"
+            label={t("account.email.password")}
+            hint={t("account.email.passwordHint")}
+            error={errors.email_password}
+            attrs={password("current-password")}
+          />
+          <button type="submit" class="primary">
+            {t("account.email.submit")}
+          </button>
+        </form>
+      </Card>
+      <Card id="password" title={t("account.password.title")} narrow>
+        <p class="muted">{t("account.password.intro")}</p>
+        <form method="post" action={`${BASE}/account/password`} novalidate>
+          <FormToken signedIn={signedIn} />
+          <TextInput
+            name="current_password"
+            type="password"
+            label={t("account.password.current")}
+            error={errors.current_password}
+            attrs={password("current-password")}
+          />
+          <TextInput
+            name="new_password"
+            type="password"
+            label={t("account.password.new")}
+            hint={t("account.password.newHint", { min: PASSWORD_MIN })}
+            error={errors.new_password}
+            attrs={password("new-password", { minlength: PASSWORD_MIN })}
+          />
+          <TextInput
+            name="new_password_again"
+            type="password"
+            label={t("account.password.again")}
+            error={errors.new_password_again}
+            attrs={password("new-password")}
+          />
+          <Checkbox name="revoke_tokens" label={t("account.password.revokeTokens")} checked={revokeTokens} />
+          <button type="submit" class="primary">
+            {t("account.password.submit")}
+          </button>
+        </form>
+      </Card>
+      <Preferences signedIn={signedIn} />
+      <Sessions signedIn={signedIn} sessions={sessions} />
+    </Layout>
+  );
+}
