@@ -28,11 +28,6 @@ const NOT_CONVERTED = new Set([
   "/user/images/:key",
   "/user/albums",
   "/user/upload",
-  "/user/tokens",
-  "/user/integrations",
-  "/user/account",
-  "/user/webhooks",
-  "/user/webhooks/:id",
   "/user/admin",
   "/user/admin/users",
   "/user/admin/users/:id",
@@ -42,7 +37,6 @@ const NOT_CONVERTED = new Set([
   "/user/admin/settings",
   "/user/admin/images",
   "/user/admin/maintenance",
-  "/user/admin/webhooks",
   "/user/admin/audit",
 ]);
 
