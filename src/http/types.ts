@@ -25,6 +25,8 @@ export type RequestEnv = {
     internalActor?: Actor;
     /** Bytes of a body the handler read itself, for the access log when the request had no Content-Length. */
     bytesIn?: number;
+    /** What an admin operation adds to its audit entry beside the fields sent (routes/admin/common.ts): names of what it removed. */
+    auditNote?: Record<string, string | null>;
   };
 };
 

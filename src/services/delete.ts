@@ -65,20 +65,28 @@ export async function deleteImage(deps: Deps, ownerId: number, keyOrName: string
   await finishRemovals(deps, queued);
 }
 
+/** What deleteAnyImage deleted: the image's key, its original file name and its owner's username (null: a guest). */
+export interface DeletedImage {
+  key: string;
+  originName: string;
+  owner: string | null;
+}
+
 /**
  * Deletes any image by key (or stored file name) with the guarantees of DELETE /api/v1/images/{key}: an owner's through
  * deleteImage itself; a guest's by the same steps (record, quota and the objects' removal queued in one transaction
- * under the row's lock, the objects removed after the commit or by the removal workers). False when there is none.
+ * under the row's lock, the objects removed after the commit or by the removal workers). Null when there is none.
  */
-export async function deleteAnyImage(deps: Deps, keyOrName: string): Promise<boolean> {
+export async function deleteAnyImage(deps: Deps, keyOrName: string): Promise<DeletedImage | null> {
   const found = await findImageByKeyOrName(deps.db, keyOrName);
-  if (!found) return false;
+  if (!found) return null;
+  const deleted = { key: found.key, originName: found.originName, owner: found.userId === null ? null : (found.username ?? null) };
   if (found.userId !== null) {
     try {
       await deleteImage(deps, found.userId, found.key);
-      return true;
+      return deleted;
     } catch (e) {
-      if (e instanceof AppError && e.code === "not_found") return false; // deleted meanwhile
+      if (e instanceof AppError && e.code === "not_found") return null; // deleted meanwhile
       throw e;
     }
   }
@@ -86,8 +94,8 @@ export async function deleteAnyImage(deps: Deps, keyOrName: string): Promise<boo
     const image = await lockGuestImage(tx, found.key);
     return image ? removeImage(deps, tx, image) : null;
   });
-  if (queued === null) return false;
+  if (queued === null) return null;
   servicesOf(deps).lookups.forget("strategies:");
   await finishRemovals(deps, queued);
-  return true;
+  return deleted;
 }

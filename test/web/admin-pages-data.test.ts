@@ -217,7 +217,9 @@ describe("DELETE /api/admin/images/{key}", () => {
     expect((await ctx.request(new URL(doomed.url).pathname)).status).toBe(404);
 
     const [entry] = await auditEntries();
-    expect(entry).toMatchObject({ actor: "ADMIN_TOKEN", action: "DELETE /api/admin/images/{key}", target_type: "images" });
+    expect(entry).toMatchObject({ actor: "ADMIN_TOKEN", action: "DELETE /api/admin/images/{key}", target_type: "images", target_id: doomed.key });
+    // the entry names what went, which the key alone no longer can
+    expect(entry.detail).toEqual({ origin_name: "doomed.jpg", owner: carol.username });
     expect((await adminDelete(doomed.key)).status).toBe(404);
     expect((await adminDelete("no-such-key")).status).toBe(404);
     expect((await adminDelete("a\u0001b")).status).toBe(422);
@@ -233,6 +235,8 @@ describe("DELETE /api/admin/images/{key}", () => {
     expect(await rowOf(guest.key)).toBeUndefined();
     expect(await strategyUsedKb(ctx.localStrategyId)).toBeCloseTo(quotaBefore - guest.size, 5);
     expect(keysOf(await list("guests=true&per_page=100"))).not.toContain(guest.key);
+    const [entry] = await auditEntries();
+    expect(entry).toMatchObject({ action: "DELETE /api/admin/images/{key}", target_id: guest.key, detail: { origin_name: "g2.png", owner: null } });
     expect((await adminDelete(guest.key)).status).toBe(404);
   });
 });
@@ -426,8 +430,16 @@ describe("the Audit log's sentences", () => {
     const bob = await makeUser("bob");
     await ctx.admin("PATCH", `/api/admin/users/${bob.id}`, { enabled: false });
     await ctx.admin("POST", "/api/admin/storage/reconcile", { dry_run: true });
+    const carol = await makeUser("carol");
+    const photo = await upload(carol.token, png, {}, "photo.jpg.png");
+    const guest = await guestUpload("guest-photo.png");
     const admin = await signedIn();
+    // through the admin page, as an administrator does it: the sentence names the image and its owner
+    for (const key of [photo.key, guest.key])
+      expect((await admin.visitor.post(`/user/admin/images/${key}/delete`, { confirmed: "1", back: "/user/admin/images?page=1" })).status).toBe(303);
     const html = unescape(await (await admin.visitor.get("/user/admin/audit")).text());
+    expect(html).toContain(`<p class="sentence">${admin.username} deleted image photo.jpg.png of ${carol.username}</p>`);
+    expect(html).toContain(`<p class="sentence">${admin.username} deleted image guest-photo.png of a guest</p>`);
     expect(html).toContain('<p class="sentence">ADMIN_TOKEN ran a dry run of the storage reconciler</p>');
     expect(html).toContain(`<p class="sentence">ADMIN_TOKEN disabled ${bob.username}'s account</p><details><summary>Details</summary>`);
     expect(html).toContain('<code>{"enabled":false}</code>');

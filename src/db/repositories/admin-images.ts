@@ -60,10 +60,14 @@ export async function countAdminImages(db: Executor, filter: AdminImageFilter): 
 }
 
 /** Any image by key or stored file name (an owner's or a guest's): its key and owner. */
-export async function findImageByKeyOrName(db: Executor, keyOrName: string): Promise<{ key: string; userId: number | null } | null> {
+export async function findImageByKeyOrName(
+  db: Executor,
+  keyOrName: string,
+): Promise<{ key: string; userId: number | null; originName: string; username: string | null } | null> {
   const [found] = await db
-    .select({ key: images.key, userId: images.userId })
+    .select({ key: images.key, userId: images.userId, originName: images.originName, username: users.username })
     .from(images)
+    .leftJoin(users, eq(users.id, images.userId))
     .where(or(eq(images.key, keyOrName), eq(images.name, keyOrName)))
     .limit(1);
   return found ?? null;

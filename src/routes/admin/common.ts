@@ -51,7 +51,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
     action: `${c.req.method} ${route}`,
     targetType: route.split("/")[3] ?? "",
     targetId: c.req.param("id") ?? c.req.param("key") ?? "",
-    detail: auditDetail(sent),
+    detail: { ...auditDetail(sent), ...c.get("auditNote") },
     at: deps.clock(),
   });
 };

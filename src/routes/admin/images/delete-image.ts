@@ -30,7 +30,10 @@ export function register(app: OpenAPIHono<AppEnv>) {
       responses: { ...okResponse(EmptyResponse, "Deleted; `data` is null"), ...errorResponses(401, 404, 422, 500) },
     }),
     async (c) => {
-      if (!(await deleteAnyImage(c.get("deps"), c.req.valid("param").key))) throw notFound("Image not found.");
+      const deleted = await deleteAnyImage(c.get("deps"), c.req.valid("param").key);
+      if (!deleted) throw notFound("Image not found.");
+      // the audit entry names what went, which the key alone no longer can: "alice deleted image photo.jpg of carol"
+      c.set("auditNote", { origin_name: deleted.originName, owner: deleted.owner });
       return respond(c, null);
     },
   );
