@@ -151,7 +151,7 @@ export interface paths {
         };
         /**
          * Read the site settings
-         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call and every page of the user center), `guest_upload_enabled` (uploads and strategy listing without a token) `registration_enabled` (sign-up on the user center), and the site's identity in the pages: `site_name`, `site_logo`, `site_favicon`, `accent_color`, `default_locale`.
+         * @description The site-wide switches: `api_enabled` (off → 403 on every /api/v1 call and every page of the user center), `guest_upload_enabled` (uploads and strategy listing without a token) `registration_enabled` (sign-up on the user center), `password_sign_in` (off: sign-in through the identity providers only), and the site's identity in the pages: `site_name`, `site_logo`, `site_favicon`, `accent_color`, `default_locale`.
          */
         get: operations["adminGetSettings"];
         put?: never;
@@ -768,6 +768,58 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/admin/oidc-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the OpenID Connect providers
+         * @description Every provider (at most 20), in the order the sign-in page shows them, with the redirect URI to register at each and how many accounts are linked to it. Client secrets are never answered.
+         */
+        get: operations["adminListOidcProviders"];
+        put?: never;
+        /**
+         * Add an OpenID Connect provider
+         * @description Adds a provider to the sign-in page. Defaults: scopes `openid profile email`, `username_claim` preferred_username, `email_claim` email, no groups claim, auto-provisioning off, enabled. The slug names its redirect URI (answered as `redirect_uri`). At most 20 providers: beyond, 422.
+         */
+        post: operations["adminCreateOidcProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/oidc-providers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an OpenID Connect provider
+         * @description The provider's settings and redirect URI; its client secret is never answered (`client_secret_set`).
+         */
+        get: operations["adminGetOidcProvider"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove an OpenID Connect provider
+         * @description Removes the provider, the identities linked through it and its sign-ins under way. The accounts stay; one with no password can sign in again once an administrator gives it one (`bun run cli user set-password`).
+         */
+        delete: operations["adminDeleteOidcProvider"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an OpenID Connect provider
+         * @description Changes the fields given; omitted ones stay. Omit `client_secret` to keep the stored one; an empty string removes it (a public client). A new slug changes the redirect URI. Linked identities stay linked: they are keyed by the ID token's issuer and subject.
+         */
+        patch: operations["adminUpdateOidcProvider"];
         trace?: never;
     };
     "/health/ready": {
@@ -1414,6 +1466,8 @@ export interface components {
             guest_upload_enabled: boolean;
             /** @description Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group */
             registration_enabled: boolean;
+            /** @description The sign-in page offers the password form; false: only the identity providers' buttons (provider-only), and a password signs nobody in on the pages. The admin API and the CLI (ADMIN_TOKEN) stay the way back */
+            password_sign_in: boolean;
             /** @description The site's name in the pages' header and titles, the sign-in page and the API reference; empty = the default name */
             site_name: string;
             /**
@@ -1444,6 +1498,8 @@ export interface components {
             guest_upload_enabled?: boolean;
             /** @description Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group */
             registration_enabled?: boolean;
+            /** @description The sign-in page offers the password form; false: only the identity providers' buttons (provider-only), and a password signs nobody in on the pages. The admin API and the CLI (ADMIN_TOKEN) stay the way back */
+            password_sign_in?: boolean;
             /** @description The site's name in the pages' header and titles, the sign-in page and the API reference; empty = the default name */
             site_name?: string;
             /**
@@ -2607,6 +2663,195 @@ export interface components {
              * @example 2026-11-22 10:30:00
              */
             since: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        OidcProviderListResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: {
+                providers: components["schemas"]["OidcProvider"][];
+            };
+        };
+        OidcProvider: {
+            /** @example 1 */
+            id: number;
+            /** @example authentik */
+            slug: string;
+            /** @example Sign in with Authentik */
+            label: string;
+            /** @example https://auth.example.com/application/o/images/ */
+            issuer: string;
+            /** @example image-host */
+            client_id: string;
+            /** @description Whether a client secret is stored (it is never answered) */
+            client_secret_set: boolean;
+            /** @example openid profile email */
+            scopes: string;
+            /** @example preferred_username */
+            username_claim: string;
+            /** @example email */
+            email_claim: string;
+            /** @example groups */
+            groups_claim: string | null;
+            /** @example image-host-admins */
+            admin_group: string | null;
+            group_map: {
+                value: string;
+                group_id: number;
+            }[];
+            auto_provision: boolean;
+            enabled: boolean;
+            /**
+             * @description The redirect URI to register at the provider
+             * @example https://img.example.com/user/oidc/authentik/callback
+             */
+            redirect_uri: string;
+            /**
+             * @description Accounts linked to this provider
+             * @example 3
+             */
+            identities: number;
+            /**
+             * @description `YYYY-MM-DD HH:MM:SS` in the server's time zone
+             * @example 2026-11-22 10:30:00
+             */
+            created_at: string;
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        OidcProviderResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["OidcProvider"];
+        };
+        CreateOidcProviderInput: {
+            /**
+             * @description Names the provider in its callback, BASE_URL/user/oidc/<slug>/callback (the redirect URI to register at the provider)
+             * @example authentik
+             */
+            slug: string;
+            /**
+             * @description The sign-in button's text
+             * @example Sign in with Authentik
+             */
+            label: string;
+            /**
+             * @description The issuer URL; its /.well-known/openid-configuration is read (https; plain http only on loopback)
+             * @example https://auth.example.com/application/o/images/
+             */
+            issuer: string;
+            /**
+             * @description The client id registered at the provider
+             * @example image-host
+             */
+            client_id: string;
+            /**
+             * @description The client secret; stored sealed, never answered (`client_secret_set` says whether one is). Empty: a public client (PKCE only)
+             * @example s3cr3t
+             */
+            client_secret?: string;
+            /**
+             * @description The scopes asked for, separated by spaces; must include openid
+             * @example openid profile email
+             */
+            scopes?: string;
+            /**
+             * @description The claim that gives the username of a provisioned account
+             * @example preferred_username
+             */
+            username_claim?: string;
+            /**
+             * @description The claim that gives the email
+             * @example email
+             */
+            email_claim?: string;
+            /**
+             * @description The claim listing the person's groups; a dotted name reads a nested claim (realm_access.roles); null: no role or group is taken from the provider
+             * @example groups
+             */
+            groups_claim?: string | null;
+            /**
+             * @description With groups_claim: members of this provider group are administrators here, everyone else signing in through it a user; null: the role is left alone
+             * @example image-host-admins
+             */
+            admin_group?: string | null;
+            /** @description With groups_claim: the first entry whose value is among the person's groups puts the account in that group (existing, non-guest) */
+            group_map?: {
+                /** @example photographers */
+                value: string;
+                /** @example 1 */
+                group_id: number;
+            }[];
+            /** @description A person the site does not know yet gets a new account; false: a clear refusal */
+            auto_provision?: boolean;
+            /** @description Offered on the sign-in page */
+            enabled?: boolean;
+        };
+        UpdateOidcProviderInput: {
+            /**
+             * @description Names the provider in its callback, BASE_URL/user/oidc/<slug>/callback (the redirect URI to register at the provider)
+             * @example authentik
+             */
+            slug?: string;
+            /**
+             * @description The sign-in button's text
+             * @example Sign in with Authentik
+             */
+            label?: string;
+            /**
+             * @description The issuer URL; its /.well-known/openid-configuration is read (https; plain http only on loopback)
+             * @example https://auth.example.com/application/o/images/
+             */
+            issuer?: string;
+            /**
+             * @description The client id registered at the provider
+             * @example image-host
+             */
+            client_id?: string;
+            /**
+             * @description The client secret; stored sealed, never answered (`client_secret_set` says whether one is). Empty: a public client (PKCE only)
+             * @example s3cr3t
+             */
+            client_secret?: string;
+            /**
+             * @description The scopes asked for, separated by spaces; must include openid
+             * @example openid profile email
+             */
+            scopes?: string;
+            /**
+             * @description The claim that gives the username of a provisioned account
+             * @example preferred_username
+             */
+            username_claim?: string;
+            /**
+             * @description The claim that gives the email
+             * @example email
+             */
+            email_claim?: string;
+            /**
+             * @description The claim listing the person's groups; a dotted name reads a nested claim (realm_access.roles); null: no role or group is taken from the provider
+             * @example groups
+             */
+            groups_claim?: string | null;
+            /**
+             * @description With groups_claim: members of this provider group are administrators here, everyone else signing in through it a user; null: the role is left alone
+             * @example image-host-admins
+             */
+            admin_group?: string | null;
+            /** @description With groups_claim: the first entry whose value is among the person's groups puts the account in that group (existing, non-guest) */
+            group_map?: {
+                /** @example photographers */
+                value: string;
+                /** @example 1 */
+                group_id: number;
+            }[];
+            /** @description A person the site does not know yet gets a new account; false: a clear refusal */
+            auto_provision?: boolean;
+            /** @description Offered on the sign-in page */
+            enabled?: boolean;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         ReadinessResponse: components["schemas"]["Envelope"] & {
@@ -8349,6 +8594,574 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookResendFailedResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminListOidcProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The providers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcProviderListResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminCreateOidcProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOidcProviderInput"];
+            };
+        };
+        responses: {
+            /** @description The provider */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcProviderResponse"];
+                };
+            };
+            /** @description A business rule refused the request, or the body is malformed or larger than allowed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Insufficient capacity.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The request body is not in a supported media type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unsupported Media Type.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminGetOidcProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The provider */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcProviderResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminDeleteOidcProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed; `data` is null */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmptyResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminUpdateOidcProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOidcProviderInput"];
+            };
+        };
+        responses: {
+            /** @description The provider */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcProviderResponse"];
                 };
             };
             /** @description A business rule refused the request, or the body is malformed or larger than allowed */

@@ -4,6 +4,7 @@ import * as adminAlbums from "./admin/albums/index.ts";
 import * as adminAudit from "./admin/audit/index.ts";
 import * as adminGroups from "./admin/groups/index.ts";
 import * as adminImages from "./admin/images/index.ts";
+import * as adminOidcProviders from "./admin/oidc-providers/index.ts";
 import * as adminInvitations from "./admin/invitations/index.ts";
 import * as adminMail from "./admin/mail/index.ts";
 import * as adminSettings from "./admin/settings/index.ts";
@@ -46,6 +47,7 @@ const modules = [
   adminImages,
   adminAudit,
   adminWebhooks,
+  adminOidcProviders,
   getReadiness,
   getHealth,
   metrics,

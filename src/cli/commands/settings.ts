@@ -5,12 +5,15 @@ import { usageError } from "../errors.ts";
 import { parseBool } from "../values.ts";
 
 type SettingsInput = components["schemas"]["SettingsInput"];
-type SettingName = keyof SettingsInput;
+/** The settings `set` changes: the site-wide switches (true or false). */
+type SettingName = { [K in keyof SettingsInput]-?: NonNullable<SettingsInput[K]> extends boolean ? K : never }[keyof SettingsInput];
 
-const SETTING_NAMES = Object.keys({ api_enabled: true, guest_upload_enabled: true, registration_enabled: true } satisfies Record<
-  SettingName,
-  true
->) as SettingName[];
+const SETTING_NAMES = Object.keys({
+  api_enabled: true,
+  guest_upload_enabled: true,
+  registration_enabled: true,
+  password_sign_in: true,
+} satisfies Record<SettingName, true>) as SettingName[];
 
 const isSettingName = (name: string): name is SettingName => (SETTING_NAMES as string[]).includes(name);
 

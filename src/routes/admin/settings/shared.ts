@@ -21,6 +21,10 @@ export const Settings = z
     registration_enabled: z
       .boolean()
       .openapi({ description: "Let visitors create their own account on the user center's sign-up page (/user/register); it joins the default group" }),
+    password_sign_in: z.boolean().openapi({
+      description:
+        "The sign-in page offers the password form; false: only the identity providers' buttons (provider-only), and a password signs nobody in on the pages. The admin API and the CLI (ADMIN_TOKEN) stay the way back",
+    }),
     site_name: z
       .string()
       .trim()
@@ -45,6 +49,7 @@ export const toOutput = (s: Awaited<ReturnType<typeof getSettings>>) => ({
   api_enabled: s.apiEnabled,
   guest_upload_enabled: s.guestUploadEnabled,
   registration_enabled: s.registrationEnabled,
+  password_sign_in: s.passwordSignIn,
   site_name: s.siteName,
   site_logo: s.siteLogo,
   site_favicon: s.siteFavicon,

@@ -24,6 +24,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
         apiEnabled: body.api_enabled,
         guestUploadEnabled: body.guest_upload_enabled,
         registrationEnabled: body.registration_enabled,
+        passwordSignIn: body.password_sign_in,
         siteName: body.site_name,
         siteLogo: body.site_logo,
         siteFavicon: body.site_favicon,
