@@ -141,7 +141,7 @@ describe("search, sort and filter", () => {
     // the form shows what is applied
     expect(page2).toContain('<option value="oldest" selected="">Oldest first</option>');
     expect(page2).toContain('<option value="public" selected="">Public only</option>');
-    expect(page2).toMatch(/<input type="search" id="q" name="q" value="c"/);
+    expect(page2).toMatch(/<input id="q" name="q" type="search" value="c"/);
 
     // a search is escaped in the page like any text
     const hostile = await text(await visitor.get(`/user/images?q=${encodeURIComponent('"><script>x</script>')}`));
@@ -274,7 +274,7 @@ describe("bulk actions", () => {
     const { user, visitor } = await signedInUser();
     const image = await uploadPng(user.token);
     const html = await text(await visitor.get("/user/images?sort=oldest"));
-    expect(html).toContain('<form id="bulk" class="card bulk" method="post" action="/user/images/move">');
+    expect(html).toContain('<form id="bulk" class="card bulk" method="post" action="/user/images/move" data-bulk="true">');
     expect(html).toContain("<legend>With the selected images (at most 100)</legend>");
     expect(html).toContain('formaction="/user/images/visibility" name="set" value="public"');
     expect(html).toContain('formaction="/user/images/visibility" name="set" value="private"');
@@ -336,6 +336,32 @@ describe("the image page", () => {
     expect(changed).toContain('<time datetime="2030-06-01T08:30:00.000Z">2030-06-01 08:30 UTC</time>');
     expect(changed).toContain('<dd data-testid="visibility">Private</dd>');
     expect(changed).toContain("<dt>Album</dt><dd>No album</dd>");
+  });
+
+  test("it says what the metadata policy removed, that it kept everything, or that an older upload did not record it", async () => {
+    const { visitor, user } = await signedInUser();
+    const image = await uploadPng(user.token);
+    const here = `/user/images/${image.key}`;
+    const metadata = async (headers: Record<string, string> = {}) => {
+      const res = await ctx.request(here, { headers: { accept: "text/html", cookie: visitor.cookie!, "x-forwarded-for": visitor.address, ...headers } });
+      expect(res.status).toBe(200);
+      return /<dd data-testid="metadata">([^<]*)<\/dd>/.exec(await res.text())?.[1];
+    };
+    expect((await rowOf(image.key))!.metadataRemoved).toEqual({ removed: [] });
+    expect(await metadata()).toBe("Nothing removed: kept as uploaded.");
+    await ctx.db
+      .update(images)
+      .set({ metadataRemoved: { policy: "strip_location", removed: ["EXIF GPS", "XMP"] } })
+      .where(eq(images.key, image.key));
+    expect(await metadata()).toBe("Location removed (EXIF GPS, XMP)");
+    expect(await metadata({ "accept-language": "zh-CN" })).toBe("已移除位置信息（EXIF GPS、XMP）");
+    await ctx.db
+      .update(images)
+      .set({ metadataRemoved: { policy: "strip_all", removed: ["EXIF", "trailing data", "chunk tIME"] } })
+      .where(eq(images.key, image.key));
+    expect(await metadata()).toBe("Metadata removed (EXIF, trailing data, chunk tIME)");
+    await ctx.db.update(images).set({ metadataRemoved: null }).where(eq(images.key, image.key));
+    expect(await metadata()).toBe("Not recorded: the image was uploaded before this was recorded.");
   });
 
   test("its forms act on this image and come back to it; its delete goes back to the list", async () => {
@@ -538,8 +564,8 @@ describe("100,000 images in one account", () => {
     const cats = await text(await visitor.get("/user/images?q=CAT&sort=largest"));
     expect(cats).toContain("100 images, largest first");
     const page1 = await text(await visitor.get("/user/images"));
-    expect(page1).toContain("100000 images, newest first");
-    expect(page1).toContain("Page 1 of 3334");
+    expect(page1).toContain("100,000 images, newest first");
+    expect(page1).toContain("Page 1 of 3,334");
     expect(namesIn(page1)[0]).toBe(`photo-${N}-cat.png`); // the newest
   }, 180_000);
 });
