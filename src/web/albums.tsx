@@ -7,23 +7,40 @@ import { z } from "@hono/zod-openapi";
 import type { Context, Hono } from "hono";
 import { ALBUMS_PER_ACCOUNT, type AlbumWithCount, createOwnAlbum, deleteOwnAlbum, listAlbumsWithCounts, renameOwnAlbum } from "../db/repositories/albums.ts";
 import { notFound } from "../errors.ts";
-import { formatUtc } from "../http/time.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, FormToken, Layout, Notice } from "./components/index.ts";
+import {
+  aria,
+  Card,
+  Cell,
+  ConfirmButton,
+  ConfirmPage,
+  EmptyState,
+  FieldError,
+  FormToken,
+  Layout,
+  Notice,
+  Table,
+  TextInput,
+  UtcTime,
+} from "./components/index.ts";
+import { type MessageKey, num, rich, t } from "./i18n/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "./session.ts";
 
 const MAX_ALBUM_NAME = 100;
-const AlbumName = z
-  .string()
-  .trim()
-  .min(1, "Give the album a name.")
-  .max(MAX_ALBUM_NAME, `Use at most ${MAX_ALBUM_NAME} characters.`)
-  .refine((s) => !/[\p{Cc}\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u.test(s), "Use no control or invisible characters.");
+/** An album's name: trimmed, 1–100 characters, nothing invisible; its errors in the page's language. */
+const albumName = () =>
+  z
+    .string()
+    .trim()
+    .min(1, t("albums.error.empty"))
+    .max(MAX_ALBUM_NAME, t("albums.error.tooLong", { max: MAX_ALBUM_NAME }))
+    .refine((s) => !/[\p{Cc}\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u.test(s), t("albums.error.invisible"));
 
-const NOTICES = { created: "Album created.", renamed: "Album renamed.", deleted: "Album deleted; its images are kept, in no album." } as const;
+const NOTICES = ["created", "renamed", "deleted"] as const;
+type Done = (typeof NOTICES)[number];
 
 interface Shown {
-  notice?: keyof typeof NOTICES;
+  notice?: Done;
   error?: string;
   name?: string;
   /** The album whose rename failed, with its error. */
@@ -31,48 +48,49 @@ interface Shown {
 }
 
 const albumHref = (id: number) => `${BASE}/images?album=${id}`;
+const strong = (chunks: unknown) => <strong>{chunks}</strong>;
 
 function AlbumRow({ album, signedIn, renaming }: { album: AlbumWithCount; signedIn: SignedIn; renaming?: Shown["renaming"] }) {
   const failed = renaming?.id === album.id ? renaming : undefined;
   const inputId = `rename-${album.id}`;
   return (
     <tr>
-      <td data-label="Album">
+      <Cell label={t("albums.column.album")}>
         <a href={albumHref(album.id)}>{album.name}</a>
-      </td>
-      <td data-label="Images">{album.images}</td>
-      <td data-label="Created">
-        <time datetime={album.createdAt.toISOString()}>{formatUtc(album.createdAt)}</time>
-      </td>
-      <td data-label="Actions">
-        <form method="post" action={`${BASE}/albums/${album.id}/rename`} class="inline">
-          <FormToken signedIn={signedIn} />
-          <label for={inputId} class="visually-hidden">{`New name for ${album.name}`}</label>
-          <input
-            id={inputId}
-            name="name"
-            value={failed?.name ?? album.name}
-            maxlength={MAX_ALBUM_NAME}
-            required
-            aria-invalid={failed ? "true" : undefined}
-            aria-describedby={failed ? `${inputId}-error` : undefined}
+      </Cell>
+      <Cell label={t("albums.column.images")}>{num(album.images)}</Cell>
+      <Cell label={t("albums.column.created")}>
+        <UtcTime at={album.createdAt} />
+      </Cell>
+      <Cell label={t("albums.column.actions")}>
+        <div class="buttons">
+          <form method="post" action={`${BASE}/albums/${album.id}/rename`} class="inline">
+            <FormToken signedIn={signedIn} />
+            <label for={inputId} class="visually-hidden">
+              {t("albums.rename.label", { name: album.name })}
+            </label>
+            <input
+              id={inputId}
+              name="name"
+              type="text"
+              value={failed?.name ?? album.name}
+              maxlength={MAX_ALBUM_NAME}
+              required
+              {...aria(inputId, undefined, failed?.error)}
+            />
+            <button type="submit">{t("albums.rename.button")}</button>
+            <FieldError id={inputId} error={failed?.error} />
+          </form>
+          <ConfirmButton
+            action={`${BASE}/albums/${album.id}/delete`}
+            class="inline"
+            question={t("albums.delete.question", { name: album.name, count: album.images })}
+            signedIn={signedIn}
+            label={t("common.delete")}
+            ariaLabel={t("albums.delete.named", { name: album.name })}
           />
-          <button type="submit">Rename</button>
-          <FieldError id={inputId} error={failed?.error} />
-        </form>
-        <form
-          method="post"
-          action={`${BASE}/albums/${album.id}/delete`}
-          class="inline"
-          data-confirm={`Delete the album ${album.name}? Its ${album.images} images are kept, in no album.`}
-        >
-          <FormToken signedIn={signedIn} />
-          <input type="hidden" name="confirmed" value="0" />
-          <button type="submit" class="danger" aria-label={`Delete the album ${album.name}`}>
-            Delete
-          </button>
-        </form>
-      </td>
+        </div>
+      </Cell>
     </tr>
   );
 }
@@ -81,43 +99,34 @@ async function renderAlbums(c: Context<SignedInEnv>, shown: Shown = {}, status: 
   const signedIn = c.get("signedIn");
   const albums = await listAlbumsWithCounts(c.get("deps").db, signedIn.user.id);
   return c.html(
-    <Layout title="Albums" signedIn={signedIn} active="albums">
-      {shown.notice && <Notice kind="success">{NOTICES[shown.notice]}</Notice>}
-      <form class="card" method="post" action={`${BASE}/albums`}>
-        <h2>New album</h2>
-        <FormToken signedIn={signedIn} />
-        <Field label="Name" id="name" hint={`At most ${MAX_ALBUM_NAME} characters; an account holds at most ${ALBUMS_PER_ACCOUNT} albums.`}>
-          <input
-            id="name"
+    <Layout title={t("albums.title")} signedIn={signedIn} active="albums">
+      {shown.notice && <Notice kind="success">{t(`albums.notice.${shown.notice}` as MessageKey)}</Notice>}
+      <Card id="new-album" title={t("albums.new.title")}>
+        <form method="post" action={`${BASE}/albums`}>
+          <FormToken signedIn={signedIn} />
+          <TextInput
             name="name"
+            label={t("albums.new.name")}
             value={shown.name ?? ""}
-            maxlength={MAX_ALBUM_NAME}
-            required
-            aria-invalid={shown.error ? "true" : undefined}
-            aria-describedby={`name-hint${shown.error ? " name-error" : ""}`}
+            hint={t("albums.new.hint", { max: MAX_ALBUM_NAME, albums: ALBUMS_PER_ACCOUNT })}
+            error={shown.error}
+            attrs={{ maxlength: MAX_ALBUM_NAME, required: true }}
           />
-          <FieldError id="name" error={shown.error} />
-        </Field>
-        <button type="submit">Create</button>
-      </form>
+          <button type="submit">{t("albums.new.create")}</button>
+        </form>
+      </Card>
       {albums.length === 0 ? (
-        <p class="card">No albums yet. Uploads and the Images page can put images in one once it exists.</p>
+        <EmptyState>{t("albums.empty")}</EmptyState>
       ) : (
-        <table class="list stack" aria-label="Your albums">
-          <thead>
-            <tr>
-              <th scope="col">Album</th>
-              <th scope="col">Images</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {albums.map((album) => (
-              <AlbumRow album={album} signedIn={signedIn} renaming={shown.renaming} />
-            ))}
-          </tbody>
-        </table>
+        <Table
+          class="list"
+          label={t("albums.table.label")}
+          columns={[t("albums.column.album"), t("albums.column.images"), t("albums.column.created"), t("albums.column.actions")]}
+        >
+          {albums.map((album) => (
+            <AlbumRow album={album} signedIn={signedIn} renaming={shown.renaming} />
+          ))}
+        </Table>
       )}
     </Layout>,
     status,
@@ -127,26 +136,25 @@ async function renderAlbums(c: Context<SignedInEnv>, shown: Shown = {}, status: 
 /** The album id of a path: digits only, in PostgreSQL's integer range; anything else is no album. */
 function albumIdOf(value: string): number {
   const id = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-  if (!(id >= 1 && id <= 2_147_483_647)) throw notFound("There is no such album.");
+  if (!(id >= 1 && id <= 2_147_483_647)) throw notFound(t("albums.error.missing"));
   return id;
 }
 
 export function register(web: Hono<WebEnv>) {
   web.get("/albums", requireSession, async (c) => {
     const notice = c.req.query("done");
-    return renderAlbums(c, { notice: notice && notice in NOTICES ? (notice as keyof typeof NOTICES) : undefined });
+    return renderAlbums(c, { notice: NOTICES.find((n) => n === notice) });
   });
 
   web.post("/albums", requireSession, async (c) => {
     const { db } = c.get("deps");
     const signedIn = c.get("signedIn");
     const raw = formField(await readForm(c), "name");
-    const parsed = AlbumName.safeParse(raw);
+    const parsed = albumName().safeParse(raw);
     if (!parsed.success) return renderAlbums(c, { error: parsed.error.issues[0]!.message, name: raw.slice(0, MAX_ALBUM_NAME * 2) }, 422);
     const created = await createOwnAlbum(db, signedIn.user.id, parsed.data);
-    if (created === "limit")
-      return renderAlbums(c, { error: `You have ${ALBUMS_PER_ACCOUNT} albums, the most an account may hold: delete one first.`, name: parsed.data }, 400);
-    if (created === "missing") throw notFound("There is no such account.");
+    if (created === "limit") return renderAlbums(c, { error: t("albums.error.limit", { count: ALBUMS_PER_ACCOUNT }), name: parsed.data }, 400);
+    if (created === "missing") throw notFound(t("albums.error.noAccount"));
     return c.redirect(`${BASE}/albums?done=created`, 303);
   });
 
@@ -155,9 +163,9 @@ export function register(web: Hono<WebEnv>) {
     const signedIn = c.get("signedIn");
     const id = albumIdOf(c.req.param("id"));
     const raw = formField(await readForm(c), "name");
-    const parsed = AlbumName.safeParse(raw);
+    const parsed = albumName().safeParse(raw);
     if (!parsed.success) return renderAlbums(c, { renaming: { id, error: parsed.error.issues[0]!.message, name: raw.slice(0, MAX_ALBUM_NAME * 2) } }, 422);
-    if (!(await renameOwnAlbum(db, signedIn.user.id, id, parsed.data))) throw notFound("There is no such album.");
+    if (!(await renameOwnAlbum(db, signedIn.user.id, id, parsed.data))) throw notFound(t("albums.error.missing"));
     return c.redirect(`${BASE}/albums?done=renamed`, 303);
   });
 
@@ -169,28 +177,21 @@ export function register(web: Hono<WebEnv>) {
     const confirmed = formField(await readForm(c), "confirmed") === "1";
     if (!confirmed) {
       const album = (await listAlbumsWithCounts(db, signedIn.user.id)).find((a) => a.id === id);
-      if (!album) throw notFound("There is no such album.");
+      if (!album) throw notFound(t("albums.error.missing"));
       return c.html(
-        <Layout title="Delete an album" signedIn={signedIn} active="albums">
-          <form class="card narrow" method="post" action={`${BASE}/albums/${id}/delete`}>
-            <p>
-              Delete the album <strong>{album.name}</strong>? Its {album.images} images are kept, in no album.
-            </p>
-            <FormToken signedIn={signedIn} />
-            <input type="hidden" name="confirmed" value="1" />
-            <div class="buttons">
-              <button type="submit" class="danger">
-                Delete
-              </button>
-              <a class="button" href={`${BASE}/albums`}>
-                Cancel
-              </a>
-            </div>
-          </form>
-        </Layout>,
+        <ConfirmPage
+          title={t("albums.delete.title")}
+          signedIn={signedIn}
+          active="albums"
+          action={`${BASE}/albums/${id}/delete`}
+          confirmLabel={t("common.delete")}
+          cancel={`${BASE}/albums`}
+        >
+          <p>{rich("albums.delete.confirm", { name: album.name, count: album.images, b: strong })}</p>
+        </ConfirmPage>,
       );
     }
-    if (!(await deleteOwnAlbum(db, signedIn.user.id, id))) throw notFound("There is no such album.");
+    if (!(await deleteOwnAlbum(db, signedIn.user.id, id))) throw notFound(t("albums.error.missing"));
     return c.redirect(`${BASE}/albums?done=deleted`, 303);
   });
 }

@@ -1,2 +1,31 @@
-/** Messages of the albums pages, in English. */
-export default {} as const;
+/** Messages of the albums page, in English. */
+export default {
+  "albums.title": "Albums",
+  "albums.notice.created": "Album created.",
+  "albums.notice.renamed": "Album renamed.",
+  "albums.notice.deleted": "Album deleted; its images are kept, in no album.",
+  "albums.new.title": "New album",
+  "albums.new.name": "Name",
+  "albums.new.hint": "At most {max, number} characters; an account holds at most {albums, number} albums.",
+  "albums.new.create": "Create",
+  "albums.empty": "No albums yet. Uploads and the Images page can put images in one once it exists.",
+  "albums.table.label": "Your albums",
+  "albums.column.album": "Album",
+  "albums.column.images": "Images",
+  "albums.column.created": "Created",
+  "albums.column.actions": "Actions",
+  "albums.rename.label": "New name for {name}",
+  "albums.rename.button": "Rename",
+  "albums.delete.title": "Delete an album",
+  "albums.delete.named": "Delete the album {name}",
+  "albums.delete.question":
+    "Delete the album {name}? {count, plural, =0 {It holds no images.} one {Its # image is kept, in no album.} other {Its # images are kept, in no album.}}",
+  "albums.delete.confirm":
+    "Delete the album <b>{name}</b>? {count, plural, =0 {It holds no images.} one {Its # image is kept, in no album.} other {Its # images are kept, in no album.}}",
+  "albums.error.empty": "Give the album a name.",
+  "albums.error.tooLong": "Use at most {max, number} characters.",
+  "albums.error.invisible": "Use no control or invisible characters.",
+  "albums.error.limit": "You have {count, number} albums, the most an account may hold: delete one first.",
+  "albums.error.missing": "There is no such album.",
+  "albums.error.noAccount": "There is no such account.",
+} as const;

@@ -1,4 +1,31 @@
 import type en from "../en/albums.ts";
 import type { Catalog } from "../types.ts";
 
-export default {} satisfies Catalog<typeof en>;
+export default {
+  "albums.title": "相册",
+  "albums.notice.created": "相册已创建。",
+  "albums.notice.renamed": "相册已重命名。",
+  "albums.notice.deleted": "相册已删除；其中的图片已保留，不再属于任何相册。",
+  "albums.new.title": "新建相册",
+  "albums.new.name": "名称",
+  "albums.new.hint": "最多 {max, number} 个字符；每个账户最多 {albums, number} 个相册。",
+  "albums.new.create": "创建",
+  "albums.empty": "还没有相册。创建后，上传页和图片页都可以把图片放进去。",
+  "albums.table.label": "你的相册",
+  "albums.column.album": "相册",
+  "albums.column.images": "图片",
+  "albums.column.created": "创建时间",
+  "albums.column.actions": "操作",
+  "albums.rename.label": "{name} 的新名称",
+  "albums.rename.button": "重命名",
+  "albums.delete.title": "删除相册",
+  "albums.delete.named": "删除相册 {name}",
+  "albums.delete.question": "删除相册 {name}？{count, plural, =0 {其中没有图片。} other {其中的 # 张图片会保留，不再属于任何相册。}}",
+  "albums.delete.confirm": "删除相册 <b>{name}</b>？{count, plural, =0 {其中没有图片。} other {其中的 # 张图片会保留，不再属于任何相册。}}",
+  "albums.error.empty": "请为相册命名。",
+  "albums.error.tooLong": "最多使用 {max, number} 个字符。",
+  "albums.error.invisible": "不能使用控制字符或不可见字符。",
+  "albums.error.limit": "你已有 {count, number} 个相册，达到每个账户的上限：请先删除一个。",
+  "albums.error.missing": "没有这个相册。",
+  "albums.error.noAccount": "没有这个账户。",
+} satisfies Catalog<typeof en>;
