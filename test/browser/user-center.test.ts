@@ -67,7 +67,7 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
     const res = await page.goto(`${origin}/`, { waitUntil: "load" });
     expect(res?.status()).toBe(200);
     expect(new URL(page.url()).pathname).toBe("/user/login");
-    await expect(page.title()).resolves.toBe("Sign in · Image host");
+    await expect(page.title()).resolves.toBe("Sign in · Picshelf");
     await expectLabelledFields(page);
     await shot(page, "01-sign-in");
 
@@ -82,7 +82,7 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
     await page.getByLabel("Username or email").fill("alice@example.com");
     await page.getByLabel("Password").fill(PASSWORD);
     await Promise.all([page.waitForURL(`${origin}/user/dashboard`), page.getByRole("button", { name: "Sign in" }).click()]);
-    await expect(page.title()).resolves.toBe("Dashboard · Image host");
+    await expect(page.title()).resolves.toBe("Dashboard · Picshelf");
     await expect(page.locator(".profile .name").textContent()).resolves.toBe("Alice Liddell");
     await expect(page.getByTestId("capacity").textContent()).resolves.toBe("1 GB");
     await expect(page.getByTestId("image-num").textContent()).resolves.toBe("0");
@@ -226,7 +226,9 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
   }, 60_000);
 
   test("signs out: the sign-in page says so, and the pages are closed again", async () => {
-    await page.getByRole("button", { name: "Sign out" }).click();
+    // Sign out is in the account menu, named after the user
+    await page.locator("details.account-menu > summary").click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.waitForURL(`${origin}/user/login?signed_out`);
     await page.getByText("You have signed out.").waitFor();
     await shot(page, "10-signed-out");
@@ -265,7 +267,8 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
     await phone.setViewportSize({ width: 390, height: 844 });
     // alice again, who has images
     await phone.goto(`${origin}/user/dashboard`);
-    await phone.getByRole("button", { name: "Sign out" }).click();
+    await phone.locator("details.account-menu > summary").click();
+    await phone.getByRole("button", { name: "Sign out", exact: true }).click();
     await phone.waitForURL(/signed_out/);
     await shot(phone, "20-phone-sign-in");
     await phone.getByLabel("Username or email").fill("alice");
