@@ -11,6 +11,7 @@ import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.t
 import { adminApi } from "./api.ts";
 import { errorsOf, type Shown } from "./form-kit.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
+import { MailSettingsLink } from "./mail.tsx";
 
 const SETTINGS = `${ADMIN}/settings`;
 
@@ -150,6 +151,7 @@ async function render(c: Context<SignedInEnv>, shown?: Shown, status: 200 | 400 
           </button>
         </div>
       </form>
+      <MailSettingsLink />
     </AdminLayout>,
     status,
   );
