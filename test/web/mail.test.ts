@@ -419,3 +419,85 @@ describe("invitations", () => {
     expect(made3.reduce((a, b) => a + b, 0)).toBe(3);
   });
 });
+
+describe("the pages", () => {
+  const zhText = async (path: string, visitor = new Visitor()) => {
+    const res = await ctx.request(path, {
+      headers: { accept: "text/html", "accept-language": "zh-CN", "x-forwarded-for": visitor.address, ...(visitor.cookie ? { cookie: visitor.cookie } : {}) },
+      redirect: "manual",
+    });
+    return { status: res.status, html: await res.text() };
+  };
+
+  test("the reset, verification and invitation pages speak Chinese to a Chinese browser", async () => {
+    const forgot = await zhText("/user/forgot");
+    expect(forgot.status).toBe(200);
+    expect(forgot.html).toContain('<html lang="zh-CN"');
+    expect(forgot.html).toContain("请输入你账户的邮箱地址");
+    expect(forgot.html).not.toContain("Enter the email address of your account");
+    const login = await zhText("/user/login");
+    expect(login.html).toContain(">忘记密码？</a>");
+    const made = await ctx.admin("POST", "/api/admin/invitations", { max_uses: 1 });
+    const register = await zhText(`/user/register?invite=${made.code}`);
+    expect(register.status).toBe(200);
+    expect(register.html).toContain("邀请码");
+    expect(register.html).toContain(`value="${made.code}"`);
+    const verify = await zhText("/user/verify/abcdefghijklmnopqrstuvwxyz012345");
+    expect(verify.html).toContain("确认我的地址");
+    const gone = await zhText("/user/register?invite=abcdefghijklmnopqrstuvwxyz012345");
+    expect(gone.status).toBe(404);
+    expect(gone.html).toContain("此邀请无效");
+  });
+
+  test("an administrator makes and withdraws an invitation, and saves the mail settings and sends a test mail, from the pages", async () => {
+    const { username } = await account({ role: "admin" });
+    const visitor = new Visitor();
+    expect((await visitor.signIn(username)).status).toBe(303);
+    const list = await visitor.get("/user/admin/invitations");
+    expect(list.status).toBe(200);
+    const made = await visitor.post("/user/admin/invitations", {
+      group_id: String(ctx.defaultGroupId),
+      max_uses: "4",
+      expires_in_preset: "86400",
+      note: "from the page",
+    });
+    expect(made.status).toBe(200);
+    const html = await text(made);
+    const url = /value="(http:\/\/img\.test\/user\/register\?invite=[\w-]+)"/.exec(html)?.[1];
+    expect(url).toBeDefined();
+    const [row] = await ctx.db.select().from(invitations).where(eq(invitations.note, "from the page"));
+    expect(row).toMatchObject({ maxUses: 4, uses: 0, groupId: ctx.defaultGroupId });
+    expect(row!.expiresAt.getTime() - row!.createdAt.getTime()).toBe(86_400_000);
+    expect((await visitor.post("/user/admin/invitations", { max_uses: "0", expires_in_preset: "86400" })).status).toBe(422);
+    const ask = await visitor.post(`/user/admin/invitations/${row!.id}/revoke`, { confirmed: "0" });
+    expect(await text(ask)).toContain("Withdraw this invitation?");
+    expect((await ctx.db.select().from(invitations).where(eq(invitations.id, row!.id)))[0]!.revokedAt).toBeNull();
+    const revoked = await visitor.post(`/user/admin/invitations/${row!.id}/revoke`, { confirmed: "1" });
+    expect(await text(revoked)).toContain("The invitation is withdrawn.");
+    expect((await ctx.db.select().from(invitations).where(eq(invitations.id, row!.id)))[0]!.revokedAt).not.toBeNull();
+
+    const settings = await text(await visitor.get("/user/admin/settings"));
+    expect(settings).toContain('href="/user/admin/settings/mail"');
+    const mailPage = await text(await visitor.get("/user/admin/settings/mail"));
+    expect(mailPage).toContain(`value="${smtp.port}"`);
+    expect(mailPage).not.toContain("s3cret");
+    const saved = await visitor.post("/user/admin/settings/mail", {
+      smtp_host: "127.0.0.1",
+      smtp_port: String(smtp.port),
+      smtp_security: "none",
+      smtp_username: "",
+      smtp_password: "",
+      mail_from: "pictures@example.test",
+    });
+    expect(saved.status).toBe(200);
+    expect(await text(saved)).toContain("Mail settings saved.");
+    expect((await ctx.admin("GET", "/api/admin/mail")).mail_from).toBe("pictures@example.test");
+    const bad = await visitor.post("/user/admin/settings/mail", { smtp_host: "127.0.0.1", smtp_port: "99999", smtp_security: "none", mail_from: "x" });
+    expect(bad.status).toBe(422);
+    const before = smtp.mails.length;
+    const sent = await visitor.post("/user/admin/settings/mail/test", { to: "someone@example.com" });
+    expect(await text(sent)).toContain("The server took the test mail to someone@example.com.");
+    expect(smtp.mails[before]).toMatchObject({ to: "someone@example.com", from: "pictures@example.test" });
+    await ctx.admin("PATCH", "/api/admin/mail", { mail_from: "images@example.test" });
+  });
+});
