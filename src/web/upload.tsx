@@ -1,9 +1,10 @@
 /**
  * Upload: the page sends each file to POST /api/v1/upload itself (upload.js), with a short-lived temporary upload
  * token that it obtains here for the signed-in account. There is no second upload path: every check and refusal is
- * the API's.
+ * the API's. The script's words come from the catalogs, in a JSON block of the page.
  */
 import type { Hono } from "hono";
+import { raw } from "hono/html";
 import { ALBUMS_PER_ACCOUNT } from "../db/repositories/albums.ts";
 import { findImageForOwner } from "../db/repositories/images.ts";
 import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
@@ -14,7 +15,8 @@ import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { respond } from "../http/envelope.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issueAccountTemporaryTokens } from "../services/tokens.ts";
-import { assets, Field, Layout } from "./components/index.ts";
+import { assets, durationText, Notice, Layout, RadioGroup, Select, TextInput } from "./components/index.ts";
+import { type MessageKey, num, rich, t } from "./i18n/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** Albums offered in the upload form at most (by name). */
@@ -22,13 +24,6 @@ const ALBUMS_LISTED = ALBUMS_PER_ACCOUNT;
 
 /** How long the page's upload token lives (never beyond the session): long enough for a batch, short if it leaks. */
 const PAGE_TOKEN_SECONDS = 15 * 60;
-
-function duration(seconds: number): string {
-  if (seconds % 86_400 === 0) return `${seconds / 86_400} day${seconds === 86_400 ? "" : "s"}`;
-  if (seconds % 3600 === 0) return `${seconds / 3600} hour${seconds === 3600 ? "" : "s"}`;
-  if (seconds % 60 === 0) return `${seconds / 60} minute${seconds === 60 ? "" : "s"}`;
-  return `${seconds} seconds`;
-}
 
 /**
  * The one unit of sizes on the upload page (the limit, each file, each refusal): MB when the group's limit is at
@@ -38,7 +33,43 @@ const sizeUnitFor = (maxBytes: number): "MB" | "KB" => (maxBytes >= 1024 * 1024 
 
 function sizeIn(bytes: number, unit: "MB" | "KB"): string {
   const value = bytes / (unit === "MB" ? 1024 * 1024 : 1024);
-  return `${value.toFixed(1)} ${unit}`;
+  return `${num(value, { minimumFractionDigits: 1, maximumFractionDigits: 1, useGrouping: false })} ${unit}`;
+}
+
+/** What upload.js writes, formatted here; `{name}`-style holes are filled in by the script. */
+const SCRIPT_MESSAGES = [
+  "sessionEnded",
+  "serverAnswered",
+  "noExtension",
+  "wrongExtension",
+  "tooLarge",
+  "progressLabel",
+  "waiting",
+  "uploading",
+  "processing",
+  "refused",
+  "uploaded",
+  "open",
+  "connectionFailed",
+  "serverAnsweredLower",
+  "copy",
+] as const;
+const HOLES = {
+  status: "{status}",
+  allowed: "{allowed}",
+  extension: "{extension}",
+  size: "{size}",
+  limit: "{limit}",
+  name: "{name}",
+  percent: "{percent}",
+  message: "{message}",
+};
+
+function scriptMessages(): string {
+  const messages: Record<string, string> = Object.fromEntries(SCRIPT_MESSAGES.map((k) => [k, t(`upload.js.${k}` as MessageKey, HOLES)]));
+  Object.assign(messages, { mdLink: t("images.snippet.mdLinkShort"), mdLinkName: t("images.snippet.mdLink"), responsive: t("images.snippet.responsive") });
+  // inside <script>: no "<" can close it
+  return JSON.stringify(messages).replace(/</g, "\\u003c");
 }
 
 export function register(web: Hono<WebEnv>) {
@@ -51,10 +82,13 @@ export function register(web: Hono<WebEnv>) {
     const maxBytes = group.maxFileSizeKb * 1024;
     const unit = sizeUnitFor(maxBytes);
     return c.html(
-      <Layout title="Upload" signedIn={signedIn} active="upload" scripts={[assets.upload.href]}>
+      <Layout title={t("upload.title")} signedIn={signedIn} active="upload" scripts={[assets.upload.href]}>
         <noscript>
-          <p class="notice error">This page needs JavaScript to upload. Without it, use the API with a token from the API tokens page.</p>
+          <Notice kind="error">{t("upload.noscript")}</Notice>
         </noscript>
+        <script type="application/json" id="upload-messages">
+          {raw(scriptMessages())}
+        </script>
         <form
           id="upload-form"
           class="card"
@@ -68,60 +102,48 @@ export function register(web: Hono<WebEnv>) {
           data-size-unit={unit}
         >
           <fieldset class="options">
-            <legend>Options (optional)</legend>
-            <Field
-              label="Storage"
-              id="strategy_id"
-              hint={strategies.length === 0 ? "Your group has no storage strategy: uploads will be refused." : "Automatic: the first with space left."}
-            >
-              <select id="strategy_id" name="strategy_id">
-                <option value="">Automatic</option>
-                {strategies.map((s) => (
-                  <option value={String(s.id)}>{s.name}</option>
-                ))}
-              </select>
-            </Field>
-            <Field label="Album" id="album_id">
-              <select id="album_id" name="album_id">
-                <option value="">None</option>
-                {albums.map((a) => (
-                  <option value={String(a.id)}>{a.name}</option>
-                ))}
-              </select>
-            </Field>
-            <fieldset class="field radios">
-              <legend>Visibility</legend>
-              <label>
-                <input type="radio" name="permission" value="1" checked /> Public
-              </label>
-              <label>
-                <input type="radio" name="permission" value="0" /> Private (unlisted)
-              </label>
-            </fieldset>
-            <Field
-              label="Delete automatically at"
-              id="expired_at"
+            <legend>{t("upload.options")}</legend>
+            <Select
+              name="strategy_id"
+              label={t("upload.storage")}
+              hint={strategies.length === 0 ? t("upload.storage.none") : t("upload.storage.auto")}
+              options={[["", t("upload.storage.automatic")], ...strategies.map((s) => [String(s.id), s.name] as const)]}
+            />
+            <Select name="album_id" label={t("upload.album")} options={[["", t("upload.album.none")], ...albums.map((a) => [String(a.id), a.name] as const)]} />
+            <RadioGroup
+              name="permission"
+              legend={t("upload.visibility")}
+              value="1"
+              options={[
+                ["1", t("upload.visibility.public")],
+                ["0", t("upload.visibility.private")],
+              ]}
+            />
+            <TextInput
+              name="expired_at"
+              type="datetime-local"
+              label={t("upload.expiry")}
               hint={
                 group.retentionMaxSeconds === null
-                  ? "Empty: keep it."
-                  : `Empty: after ${duration(group.retentionMaxSeconds)}, the longest your group keeps an image.`
+                  ? t("upload.expiry.keep")
+                  : t("upload.expiry.retention", { duration: durationText(group.retentionMaxSeconds) })
               }
-            >
-              <input id="expired_at" name="expired_at" type="datetime-local" aria-describedby="expired_at-hint" />
-            </Field>
+            />
           </fieldset>
           <div id="drop-zone" class="drop-zone">
-            <label for="files">Choose images, or drop them here</label>
+            <label for="files">{t("upload.choose")}</label>
             <input id="files" name="file" type="file" multiple accept={accept} aria-describedby="files-hint" />
             <small id="files-hint" class="hint">
-              {group.allowedExtensions.join(", ")} · up to <span data-testid="max-size">{sizeIn(maxBytes, unit)}</span> each. Uploads start as soon as you
-              choose; a file too large or of another type is refused before it is sent.
+              {rich("upload.filesHint", {
+                extensions: group.allowedExtensions.join(", "),
+                size: <span data-testid="max-size">{sizeIn(maxBytes, unit)}</span>,
+              })}
             </small>
           </div>
         </form>
         <section aria-labelledby="uploads-title">
           <h2 id="uploads-title" class="visually-hidden">
-            Uploads
+            {t("upload.uploads")}
           </h2>
           <ul id="upload-list" class="uploads" aria-live="polite"></ul>
         </section>
@@ -150,7 +172,7 @@ export function register(web: Hono<WebEnv>) {
     const key = c.req.param("key");
     const image = /\p{Cc}/u.test(key) ? null : await findImageForOwner(deps.db, key, user.id);
     const strategy = image ? await getStrategy(deps.db, image.strategyId) : null;
-    if (!image || !strategy) throw notFound("No such image.");
+    if (!image || !strategy) throw notFound(t("upload.noSuchImage"));
     c.header("Cache-Control", "no-store");
     return respond(c, { responsive_html: responsiveSnippet(toImageResource(image, strategy, deps.storage, deps.config.baseUrl), deps.config.baseUrl) });
   });

@@ -10,6 +10,17 @@
   const formToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") || "";
   if (!form || !input || !zone || !list) return;
 
+  // the page's words, from the server's catalogs (its language); "{name}" holes are filled in here
+  let messages = {};
+  try {
+    messages = JSON.parse(document.getElementById("upload-messages")?.textContent || "{}");
+  } catch (_) {
+    messages = {};
+  }
+  const say = (key, values) => (messages[key] || key).replace(/\{(\w+)\}/g, (hole, name) => (values && name in values ? String(values[name]) : hole));
+  const lang = document.documentElement.lang || "en";
+  let uploads = 0;
+
   /** The page's upload token, renewed a minute before it expires (or when the API refuses it). */
   let current = null;
   async function uploadToken(renew) {
@@ -25,8 +36,8 @@
     } catch (_) {
       body = null;
     }
-    if (res.status === 401) throw new Error("Your session has ended: sign in again, then retry.");
-    if (!res.ok || !body || body.status !== true) throw new Error(body?.message || `The server answered ${res.status}.`);
+    if (res.status === 401) throw new Error(say("sessionEnded"));
+    if (!res.ok || !body || body.status !== true) throw new Error(body?.message || say("serverAnswered", { status: res.status }));
     current = { token: body.data.token, until: Date.now() + body.data.expires_in * 1000 };
     return current.token;
   }
@@ -67,7 +78,7 @@
       headers: { Accept: "application/json" },
     });
     const body = await res.json();
-    if (!res.ok || !body || body.status !== true) throw new Error(`The server answered ${res.status}.`);
+    if (!res.ok || !body || body.status !== true) throw new Error(say("serverAnswered", { status: res.status }));
     return body.data.responsive_html;
   }
 
@@ -80,8 +91,9 @@
   function size(bytes, digits) {
     const d = digits || 1;
     const value = bytes / (unit === "MB" ? 1024 * 1024 : 1024);
-    if (bytes > 0 && value < 0.1 && d === 1) return `<0.1 ${unit}`;
-    return `${value.toFixed(d)} ${unit}`;
+    const format = (n) => new Intl.NumberFormat(lang, { minimumFractionDigits: d, maximumFractionDigits: d, useGrouping: false }).format(n);
+    if (bytes > 0 && value < 0.1 && d === 1) return `<${format(0.1)} ${unit}`;
+    return `${format(Number(value.toFixed(d)))} ${unit}`;
   }
 
   function extensionOf(name) {
@@ -94,12 +106,12 @@
   function refusal(file) {
     const extension = extensionOf(file.name);
     const allowed = extensions.map((e) => `.${e}`).join(", ");
-    if (extensions.length > 0 && !extension) return `the file name has no extension; allowed are ${allowed}. It was not sent.`;
-    if (extensions.length > 0 && !extensions.includes(extension)) return `.${extension} files are not accepted; allowed are ${allowed}. It was not sent.`;
+    if (extensions.length > 0 && !extension) return say("noExtension", { allowed });
+    if (extensions.length > 0 && !extensions.includes(extension)) return say("wrongExtension", { extension, allowed });
     if (maxBytes > 0 && file.size > maxBytes) {
       let digits = 1;
       while (digits < 3 && size(file.size, digits) === size(maxBytes, digits)) digits++;
-      return `the file is ${size(file.size, digits)}; the limit is ${size(maxBytes, digits)}. It was not sent.`;
+      return say("tooLarge", { size: size(file.size, digits), limit: size(maxBytes, digits) });
     }
     return null;
   }
@@ -127,8 +139,8 @@
       );
       preview = img;
     }
-    const progress = el("progress", { max: "100", value: "0", "aria-label": `Upload progress of ${file.name}` });
-    const state = el("p", { class: "state", text: "Waiting…" });
+    const progress = el("progress", { max: "100", value: "0", "aria-label": say("progressLabel", { name: file.name }) });
+    const state = el("p", { class: "state", text: say("waiting") });
     const links = el("div", { class: "links" });
     const item = el(
       "li",
@@ -143,16 +155,16 @@
     return {
       progress(fraction) {
         progress.value = Math.round(fraction * 100);
-        state.textContent = `Uploading… ${Math.round(fraction * 100)}%`;
+        state.textContent = say("uploading", { percent: Math.round(fraction * 100) });
       },
       processing() {
         progress.value = 100;
-        state.textContent = "Processing…";
+        state.textContent = say("processing");
       },
       failed(message) {
         item.classList.add("failed");
         progress.remove();
-        state.textContent = `Refused: ${message}`;
+        state.textContent = say("refused", { message });
         state.setAttribute("role", "alert");
       },
       done(image) {
@@ -162,19 +174,22 @@
         thumb.src = image.thumbnail_url;
         preview.replaceWith(thumb);
         preview = thumb;
-        state.textContent = "Uploaded.";
+        state.textContent = say("uploaded");
         const copy = (text, label, name) => el("button", { type: "button", class: "copy", "data-copy": text, "data-copy-name": name || label, text: label });
+        // the address in a field, selectable without the script's copy, beside its copy buttons
+        const id = `upload-url-${++uploads}`;
+        const field = el("input", { type: "text", id, readonly: "", value: image.url, spellcheck: "false" });
+        links.before(el("div", { class: "url-row" }, el("label", { for: id, text: "URL" }), field, copy(image.url, say("copy"), "URL")));
         links.append(
-          el("a", { href: image.url, target: "_blank", rel: "noopener", text: "Open" }),
-          copy(image.url, "URL"),
+          el("a", { href: image.url, target: "_blank", rel: "noopener", text: say("open") }),
           copy(image.html, "HTML"),
           copy(image.bbcode, "BBCode"),
           copy(image.markdown, "Markdown"),
-          copy(image.markdown_with_link, "MD + link", "Markdown with link"),
+          copy(image.markdown_with_link, say("mdLink"), say("mdLinkName")),
         );
         // the <picture> snippet is built on the server (one function for this page and the image grid), not in the v1 answer
         responsive(image.key).then(
-          (text) => links.append(copy(text, "Responsive HTML")),
+          (text) => links.append(copy(text, say("responsive"))),
           () => {}, // the other snippets still serve; the image grid offers this one too
         );
       },
@@ -224,7 +239,7 @@
         return;
       }
       if (status === 401 && attempt === 0) continue; // the token expired meanwhile: a fresh one, once
-      line.failed(body?.message || (status === 0 ? "the connection failed." : `the server answered ${status}.`));
+      line.failed(body?.message || (status === 0 ? say("connectionFailed") : say("serverAnsweredLower", { status })));
       return;
     }
   }
