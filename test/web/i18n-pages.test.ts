@@ -24,16 +24,16 @@ const Visitor = visitorClass(
 
 /** Pages whose text is not all in the catalogs yet (a temporary list: a converted page leaves it). */
 const NOT_CONVERTED = new Set([
+  "/user/images",
+  "/user/images/:key",
+  "/user/albums",
+  "/user/upload",
   "/user/admin",
-  "/user/admin/users",
-  "/user/admin/users/:id",
   "/user/admin/groups",
-  "/user/admin/groups/:id",
   "/user/admin/strategies",
   "/user/admin/settings",
   "/user/admin/images",
   "/user/admin/maintenance",
-  "/user/admin/audit",
 ]);
 
 /** English texts of the catalog whose Chinese differs (a name or a unit is the same in both, and allowed). */
@@ -109,8 +109,7 @@ describe("every page in zh-CN", () => {
       const html = await res.text();
       expect(html, path).toContain('<html lang="zh-CN"');
       const found: string[] = [];
-      // a page's <title> is "<title> · <site name>": the site's name is a name
-      for (const text of textNodes(html).map((s) => s.replace(/ · Picshelf$/, ""))) {
+      for (const text of textNodes(html)) {
         if (text === username || text.includes(`${username}@`) || text === "photo.png" || ALLOWED.test(text)) continue;
         if (englishTexts.has(text)) found.push(`${pattern}: "${text}" is the English catalog's text`);
         else if (englishSentence(text)) found.push(`${pattern}: "${text}" is English`);

@@ -17,6 +17,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminUsers from "./admin-users.ts";
 
 export const en = {
   ...common,
@@ -34,5 +35,6 @@ export const en = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminUsers,
 } as const;
 export type MessageKey = keyof typeof en;

@@ -15,6 +15,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminUsers from "./admin-users.ts";
 
 export const zhCN: Record<MessageKey, string> = {
   ...common,
@@ -32,4 +33,5 @@ export const zhCN: Record<MessageKey, string> = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminUsers,
 };
