@@ -26,6 +26,7 @@ import * as integrations from "./integrations.tsx";
 import { assets } from "./components/index.ts";
 import { makeView, negotiate, t, withView } from "./i18n/index.ts";
 import * as login from "./login.tsx";
+import * as security from "./security/index.ts";
 import * as passwordLink from "./password-link.tsx";
 import * as forgotPassword from "./forgot-password.tsx";
 import * as verifyEmail from "./verify-email.tsx";
@@ -98,6 +99,7 @@ function createWebApp() {
   web.get("/", (c) => c.redirect(`${BASE}/dashboard`, 303));
   site.register(web);
   login.register(web);
+  security.register(web);
   registration.register(web);
   passwordLink.register(web);
   forgotPassword.register(web);

@@ -18,6 +18,7 @@ import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
 import adminUsers from "./admin-users.ts";
+import security from "./security.ts";
 
 export const en = {
   ...common,
@@ -36,5 +37,6 @@ export const en = {
   ...adminGroups,
   ...adminStrategies,
   ...adminUsers,
+  ...security,
 } as const;
 export type MessageKey = keyof typeof en;

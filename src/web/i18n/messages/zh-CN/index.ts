@@ -16,6 +16,7 @@ import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
 import adminUsers from "./admin-users.ts";
+import security from "./security.ts";
 
 export const zhCN: Record<MessageKey, string> = {
   ...common,
@@ -34,4 +35,5 @@ export const zhCN: Record<MessageKey, string> = {
   ...adminGroups,
   ...adminStrategies,
   ...adminUsers,
+  ...security,
 };
