@@ -162,6 +162,7 @@ async function shutdown(signal: string) {
   await removals.stop();
   await reconciler.stop();
   await server.stop(); // waits for in-flight requests
+  await services.mail.settle(); // the mails the last answers queued go out (each send is bounded by its timeouts)
   await queue.stop(); // running deliveries finish; their jobs are released
   await database.close();
   log.info("stopped");
