@@ -90,16 +90,18 @@ export function registerImagePage(web: Hono<WebEnv>) {
             </dl>
           </Card>
         </div>
-        <Card id="links" title={t("images.link.title")} class="links">
-          {links.map((link) => (
-            <CopyField
-              id={`link-${link.id}`}
-              label={link.label}
-              text={link.text}
-              multiline={link.multiline}
-              copyLabel={t("images.link.copy", { name: link.name ?? link.label })}
-            />
-          ))}
+        <Card id="links" title={t("images.link.title")}>
+          <div class="links">
+            {links.map((link) => (
+              <CopyField
+                id={`link-${link.id}`}
+                label={link.label}
+                text={link.text}
+                multiline={link.multiline}
+                copyLabel={t("images.link.copy", { name: link.name ?? link.label })}
+              />
+            ))}
+          </div>
         </Card>
         <Card id="actions" title={t("images.page.change")}>
           <form method="post" action={`${BASE}/images/visibility`} class="inline">
