@@ -283,6 +283,35 @@ describe("the account's sessions", () => {
   });
 });
 
+describe("the account's language and theme", () => {
+  test("the page's form is the account menu's preferences: the language is saved on the account, the theme in this browser", async () => {
+    const { user, visitor } = await signedIn();
+    const page = await (await visitor.get("/user/account")).text();
+    const form = /<form method="post" action="\/user\/preferences">([\s\S]*?)<\/form>/.exec(page)![1]!;
+    expect(form).toContain('<input type="hidden" name="back" value="/user/account?preferences"/>');
+    expect(form).toContain('<option value="" selected="">As the browser says (English)</option>');
+    expect(form).toContain('<option value="zh-CN" lang="zh-CN">简体中文</option>');
+    expect(form).toContain('<option value="system" selected="">As the device</option>');
+
+    const session = visitor.cookie;
+    const saved = await visitor.post("/user/preferences", { locale: "zh-CN", theme: "dark", back: "/user/account?preferences" });
+    expect(saved.status).toBe(303);
+    expect(location(saved)).toBe("/user/account?preferences");
+    expect(saved.headers.get("set-cookie")).toContain("ih_theme=dark");
+    expect((await ctx.db.select().from(users).where(eq(users.id, user.id)))[0]!.locale).toBe("zh-CN");
+    const res = await ctx.request("/user/account?preferences", {
+      headers: { accept: "text/html", "accept-language": "en", "x-forwarded-for": visitor.address, cookie: `${session}; ih_theme=dark` },
+    });
+    const html = await res.text();
+    expect(html).toContain('<html lang="zh-CN" data-theme="dark"');
+    expect(html).toContain("你的偏好设置已保存。");
+    expect(html).toContain('<option value="zh-CN" selected="" lang="zh-CN">简体中文</option>');
+    expect(html).toContain('<option value="dark" selected="">深色</option>');
+    // how each session signed in, in the page's language
+    expect(html).toContain('<td data-label="登录方式">密码</td>');
+  });
+});
+
 describe("authorization of the Account page's forms", () => {
   const forms = async (userId: number) => {
     const [session] = await sessionsOf(userId);
