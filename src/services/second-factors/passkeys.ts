@@ -31,6 +31,7 @@ import { type AccountActor, auditAccount } from "./audit.ts";
 /** A ceremony must be answered within five minutes. */
 const CHALLENGE_MS = 5 * 60_000;
 export const PASSKEY_NAME_MAX = 60;
+const COUNTER_BACKWARDS = "its signature counter went backwards (a cloned key?).";
 
 export interface RelyingParty {
   id: string;
@@ -196,12 +197,13 @@ export async function authenticatePasskey(
       requireUserVerification,
     });
   } catch (e) {
-    throw refused((e as Error).message);
+    const message = (e as Error).message;
+    throw refused(/counter/i.test(message) ? COUNTER_BACKWARDS : message);
   }
   if (!verified.verified) throw refused("its signature did not verify.");
   const { newCounter, userVerified } = verified.authenticationInfo;
   // an authenticator that counts must count up: a counter that stays or goes back is a clone
-  if ((newCounter > 0 || passkey.counter > 0) && newCounter <= passkey.counter) throw refused("its signature counter went backwards (a cloned key?).");
+  if ((newCounter > 0 || passkey.counter > 0) && newCounter <= passkey.counter) throw refused(COUNTER_BACKWARDS);
   if (!(await recordPasskeyUse(db, passkey.id, passkey.counter, newCounter, now))) throw refused("it was used at the same time elsewhere.");
   return { userId: passkey.userId, passkey, userVerified };
 }

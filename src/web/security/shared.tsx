@@ -29,12 +29,12 @@ function accountThrottle(deps: Deps) {
   return found;
 }
 
-/** Takes a failure unit from the address and from the account before a code is checked; null (and the wait) when refused. */
-export function reserveCodeTry<E extends WebEnv>(c: Context<E>, userId: number): { units: Reservation[] } | { seconds: string } {
+/** Takes a failure unit from the address and from the account (when known) before a code is checked; the wait when refused. */
+export function reserveCodeTry<E extends WebEnv>(c: Context<E>, userId: number | null): { units: Reservation[] } | { seconds: string } {
   const units: Reservation[] = [];
   try {
     units.push(c.get("authThrottle").reserve(addressBucket(clientIp(c))));
-    units.push(accountThrottle(c.get("deps")).reserve(`second-factor:${userId}`));
+    if (userId !== null) units.push(accountThrottle(c.get("deps")).reserve(`second-factor:${userId}`));
     return { units };
   } catch (e) {
     for (const unit of units) unit.refund();

@@ -62,6 +62,26 @@ function CancelForm() {
   );
 }
 
+/** Passwordless sign-in: the browser offers this site's passkeys. */
+function PasskeySignInPage() {
+  return (
+    <Layout title={t("security.passkeys.signIn")} scripts={passkeyScripts}>
+      <Card narrow>
+        <p>{t("security.passkeys.intro")}</p>
+        <PasskeyButton
+          mode="authenticate"
+          options={`${BASE}/login/passkey/options`}
+          verify={`${BASE}/login/passkey/verify`}
+          label={t("security.passkeys.signIn")}
+        />
+      </Card>
+      <p class="narrow">
+        <a href={`${BASE}/login`}>{t("auth.signIn")}</a>
+      </p>
+    </Layout>
+  );
+}
+
 function SecondFactorPage({ factors, error }: { factors: { totp: boolean; passkeys: number; recoveryCodes: number }; error?: string }) {
   return (
     <Layout title={t("security.step.title")} scripts={factors.passkeys > 0 ? passkeyScripts : []}>
@@ -195,6 +215,8 @@ export function register(web: Hono<WebEnv>) {
   const secondFactorPage = async (c: Context<WebEnv>, pending: PendingSignIn & { userId: number }, error?: string, status: 200 | 401 | 429 = 200) =>
     c.html(<SecondFactorPage factors={await secondFactorsOf(c.get("deps").db, pending.userId)} error={error} />, status);
 
+  web.get("/login/passkey", (c) => c.html(<PasskeySignInPage />));
+
   web.get("/login/second-factor", async (c) => {
     const pending = await pendingAt(c, "second_factor");
     return pending ? secondFactorPage(c, pending) : expired(c);
@@ -251,7 +273,8 @@ export function register(web: Hono<WebEnv>) {
     if (!pending || (pending.stage !== "second_factor" && pending.stage !== "passkey")) throw new AppError("unauthorized", t("security.step.expired"));
     const { answer } = await webauthnAnswer<AuthenticationResponseJSON>(c);
     const passwordless = pending.stage === "passkey";
-    const reserved = reserveCodeTry(c, pending.userId ?? 0);
+    // a passwordless ceremony has no account yet: its failures count against the address alone
+    const reserved = reserveCodeTry(c, pending.userId);
     if ("seconds" in reserved)
       throw new AppError("too_many_requests", t("security.step.tooMany", { seconds: reserved.seconds }), undefined, { "retry-after": reserved.seconds });
     let proved: Awaited<ReturnType<typeof authenticatePasskey>>;
