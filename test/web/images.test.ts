@@ -173,6 +173,22 @@ describe("search, sort and filter", () => {
 });
 
 describe("bulk actions", () => {
+  test("nothing selected: a 400 whose page says so and leads back to the list it came from", async () => {
+    const { visitor } = await signedInUser();
+    await visitor.get("/user/images?page=1&q=cat");
+    for (const [path, fields, verb] of [
+      ["/user/images/move", { to_album: "none" }, "move"],
+      ["/user/images/visibility", { set: "private" }, "change"],
+      ["/user/images/delete", {}, "delete"],
+    ] as const) {
+      const res = await visitor.post(path, { ...fields, back: "/user/images?page=1&q=cat" }, { headers: { referer: `${BASE_URL}/user/images?page=1&q=cat` } });
+      expect(res.status, path).toBe(400);
+      const html = await text(res);
+      expect(html, path).toContain(`Select the images to ${verb} first.`);
+      expect(html, path).toContain('<a class="button" href="/user/images?page=1&amp;q=cat">← Back to where you were</a>');
+    }
+  });
+
   test("delete: without the script it asks first (the account's own only); confirmed, each goes as the API's delete does", async () => {
     const { user, visitor } = await signedInUser();
     const other = await signedInUser();
