@@ -30,4 +30,5 @@ export { type CardImage, ImageCard, ImageGrid, SELECT_PREFIX } from "./image-car
 export { assets, Layout, type Section } from "./layout.tsx";
 export { EmptyState, Notice } from "./notice.tsx";
 export { Pager } from "./pager.tsx";
+export { PreferenceFields } from "./preferences.tsx";
 export { Bytes, formatBytes, UtcTime } from "./time.tsx";

@@ -6,9 +6,10 @@
 import { readFileSync } from "node:fs";
 import type { PropsWithChildren } from "hono/jsx";
 import { raw } from "hono/html";
-import { LOCALE_NAMES, LOCALES, type MessageKey, t, THEMES, view } from "../i18n/index.ts";
+import { type MessageKey, t, view } from "../i18n/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
 import { FormToken } from "./form.tsx";
+import { PreferenceFields } from "./preferences.tsx";
 
 /** The static files of the pages, with a version in their address so that browsers may keep them. */
 const asset = (name: string) => {
@@ -71,8 +72,6 @@ function NavList({ signedIn, active }: { signedIn: SignedIn; active?: Section })
 
 /** The account menu: who is signed in, the theme and the language (saved), and sign out. */
 function AccountMenu({ signedIn, here }: { signedIn: SignedIn; here: string }) {
-  const v = view();
-  const chosen = signedIn.user.locale ?? "";
   return (
     <details class="menu account-menu">
       <summary>
@@ -82,29 +81,7 @@ function AccountMenu({ signedIn, here }: { signedIn: SignedIn; here: string }) {
         <form method="post" action={`${BASE}/preferences`} class="preferences">
           <FormToken signedIn={signedIn} />
           <input type="hidden" name="back" value={here} />
-          <div class="field">
-            <label for="pref-theme">{t("common.menu.theme")}</label>
-            <select id="pref-theme" name="theme">
-              {THEMES.map((th) => (
-                <option value={th} selected={th === v.theme}>
-                  {t(`common.theme.${th}` as MessageKey)}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div class="field">
-            <label for="pref-locale">{t("common.menu.language")}</label>
-            <select id="pref-locale" name="locale">
-              <option value="" selected={chosen === ""}>
-                {t("common.menu.languageAuto")}
-              </option>
-              {LOCALES.map((l) => (
-                <option value={l} selected={l === chosen} lang={l}>
-                  {LOCALE_NAMES[l]}
-                </option>
-              ))}
-            </select>
-          </div>
+          <PreferenceFields signedIn={signedIn} prefix="pref" />
           <button type="submit">{t("common.menu.save")}</button>
         </form>
         <form class="signout" method="post" action={`${BASE}/logout`}>
