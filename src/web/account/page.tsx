@@ -2,8 +2,8 @@
 import type { Session } from "../../db/repositories/sessions.ts";
 import { PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
 import { describeUserAgent } from "../../services/sessions.ts";
-import { Card, Cell, Checkbox, Field, FormToken, Layout, Notice, Table, TextInput, UtcTime } from "../components/index.ts";
-import { LOCALE_NAMES, LOCALES, type MessageKey, negotiate, rich, t, THEMES, view } from "../i18n/index.ts";
+import { Card, Cell, Checkbox, FormToken, Layout, Notice, PreferenceFields, Table, TextInput, UtcTime } from "../components/index.ts";
+import { LOCALE_NAMES, type MessageKey, negotiate, rich, t, view } from "../i18n/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
 
 /** The longest email, as on sign-up. */
@@ -119,7 +119,6 @@ function Sessions({ signedIn, sessions }: { signedIn: SignedIn; sessions: Sessio
 /** The account menu's preferences (POST /user/preferences), here with room to say what each one does. */
 function Preferences({ signedIn }: { signedIn: SignedIn }) {
   const v = view();
-  const chosen = signedIn.user.locale ?? "";
   const browsers = negotiate(null, v.acceptLanguage, v.site.defaultLocale);
   return (
     <Card id="prefs" title={t("account.prefs.title")} narrow>
@@ -127,27 +126,7 @@ function Preferences({ signedIn }: { signedIn: SignedIn }) {
       <form method="post" action={`${BASE}/preferences`}>
         <FormToken signedIn={signedIn} />
         <input type="hidden" name="back" value={`${BASE}/account?preferences`} />
-        <Field label={t("account.prefs.language")} id="account-locale">
-          <select id="account-locale" name="locale">
-            <option value="" selected={chosen === ""}>
-              {t("account.prefs.languageAuto", { current: LOCALE_NAMES[browsers] })}
-            </option>
-            {LOCALES.map((l) => (
-              <option value={l} selected={l === chosen} lang={l}>
-                {LOCALE_NAMES[l]}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label={t("account.prefs.theme")} id="account-theme">
-          <select id="account-theme" name="theme">
-            {THEMES.map((th) => (
-              <option value={th} selected={th === v.theme}>
-                {t(`common.theme.${th}` as MessageKey)}
-              </option>
-            ))}
-          </select>
-        </Field>
+        <PreferenceFields signedIn={signedIn} prefix="account" autoLabel={t("account.prefs.languageAuto", { current: LOCALE_NAMES[browsers] })} />
         <button type="submit" class="primary">
           {t("account.prefs.submit")}
         </button>

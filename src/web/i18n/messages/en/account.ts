@@ -23,9 +23,7 @@ export default {
   "account.prefs.title": "Language and theme",
   "account.prefs.intro":
     "Your language is saved on your account and follows you to any browser; the theme is remembered by this browser. The account menu at the top changes them too.",
-  "account.prefs.language": "Language",
   "account.prefs.languageAuto": "As the browser says ({current})",
-  "account.prefs.theme": "Theme",
   "account.prefs.submit": "Save",
   "account.prefs.saved": "Your preferences were saved.",
   "account.sessions.title": "Where you are signed in",
