@@ -12,7 +12,7 @@ import { eq, sql } from "drizzle-orm";
 import { adminImageListQuery, type AdminImageFilter } from "../../src/db/repositories/admin-images.ts";
 import { auditLog as auditTable, images } from "../../src/db/schema.ts";
 import { quarantinePath, RECONCILE_GRACE_SECONDS } from "../../src/services/reconcile/index.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
+import { ADMIN_TOKEN, BASE_URL, createTestContext, type TestContext } from "../support/harness.ts";
 import { makeImage, makeNoisyJpeg } from "../support/images.ts";
 import { expectStatus } from "../support/status.ts";
 import { visitorClass } from "../support/visitor.ts";
@@ -253,7 +253,10 @@ describe("the Images page", () => {
     expectAccessible(html);
     expect(html).toContain("<legend>Owner</legend>");
     expect(html).toContain('<label for="strategy">Strategy</label>');
-    expect(html).toContain('type="date" id="from" name="from"');
+    expect(html).toContain('<input id="from" name="from" type="date"');
+    // sizes with a unit; every choice's text whole (no select is narrower than its text: a grid of fieldsets)
+    expect(html).toContain('<select id="min-kb-unit" name="min_kb_unit">');
+    expect(html).toContain('<option value="" selected="">All strategies</option>');
     expect(html).toContain(`<img src="${d2.thumbnail_url}"`);
     expect(html).not.toContain(d1.thumbnail_url);
     expect(html).toContain("2 images, newest first, filtered");
@@ -279,7 +282,14 @@ describe("the Images page", () => {
     expect(await badDate.text()).toContain('id="from-error"');
     const badRange = await admin.visitor.get("/user/admin/images?min_kb=9&max_kb=2");
     expect(badRange.status).toBe(422);
-    expect(await badRange.text()).toContain('id="max_kb-error"');
+    expect(await badRange.text()).toContain('id="max-kb-error"');
+    // a size in MB is sent to the API in KB: 1 MB and more excludes the 1 KB images
+    const bigOnly = await admin.visitor.get(`/user/admin/images?user=${dave.username}&min_kb=1&min_kb_unit=MB`);
+    expect(bigOnly.status).toBe(200);
+    const bigHtml = await bigOnly.text();
+    expect(bigHtml).toContain("0 images, newest first, filtered");
+    expect(bigHtml).toMatch(/<input id="min-kb" name="min_kb" type="number"[^>]* value="1"/);
+    expect(bigHtml).toContain('<option value="MB" selected="">MB</option>');
     expect((await admin.visitor.get("/user/admin/images?owner=guests")).status).toBe(200);
   });
 
@@ -337,7 +347,13 @@ describe("the Images page", () => {
       expect(e).toMatchObject({ actor: `${admin.username} (user ${admin.user.id})`, action: "DELETE /api/admin/images/{key}" });
 
     // nothing selected, or too many: 400, nothing deleted
-    expect((await admin.visitor.post("/user/admin/images/delete", { back, confirmed: "1" })).status).toBe(400);
+    // the bulk form's buttons wait for a selection (app.js); without script, nothing selected is a page that leads back
+    expect(page).toMatch(/<form id="bulk" class="card bulk" method="post" action="\/user\/admin\/images\/delete" data-bulk="true">/);
+    const none = await admin.visitor.post("/user/admin/images/delete", { back, confirmed: "1" }, { headers: { referer: `${BASE_URL}${back}` } });
+    expect(none.status).toBe(400);
+    const noneHtml = unescape(await none.text());
+    expect(noneHtml).toContain("Select the images to delete first.");
+    expect(noneHtml).toContain(`<a class="button" href="${back}">← Back to where you were</a>`);
     const tooMany: Record<string, string> = { back, confirmed: "1", [`image_${three.key}`]: "1" };
     for (let i = 0; i < 100; i++) tooMany[`image_missing${i}`] = "1";
     expect((await admin.visitor.post("/user/admin/images/delete", tooMany)).status).toBe(400);

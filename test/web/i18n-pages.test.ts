@@ -28,7 +28,6 @@ const NOT_CONVERTED = new Set([
   "/user/admin/groups",
   "/user/admin/strategies",
   "/user/admin/settings",
-  "/user/admin/images",
   "/user/admin/maintenance",
 ]);
 

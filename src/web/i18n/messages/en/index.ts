@@ -17,6 +17,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminImages from "./admin-images.ts";
 import adminUsers from "./admin-users.ts";
 import security from "./security.ts";
 
@@ -36,6 +37,7 @@ export const en = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminImages,
   ...adminUsers,
   ...security,
 } as const;

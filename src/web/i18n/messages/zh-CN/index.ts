@@ -15,6 +15,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminImages from "./admin-images.ts";
 import adminUsers from "./admin-users.ts";
 import security from "./security.ts";
 
@@ -34,6 +35,7 @@ export const zhCN: Record<MessageKey, string> = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminImages,
   ...adminUsers,
   ...security,
 };
