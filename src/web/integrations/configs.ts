@@ -59,6 +59,14 @@ export function sharexUploader(s: Settings) {
   };
 }
 
+/** The fields the Lsky Pro uploaders (PicGo's plugin, PicList's port of it) share: token, strategy, album, permission. */
+const lskyFields = (s: Settings) => ({
+  token: `Bearer ${s.token}`,
+  strategyId: s.options.strategyId === null ? "" : String(s.options.strategyId),
+  albumId: s.options.albumId === null ? "" : String(s.options.albumId),
+  permission: s.options.permission,
+});
+
 /** PicGo's `picBed` section for picgo-plugin-lankong (its "V2" is Lsky Pro 2's API, /api/v1, which this one is). */
 export function picgoConfig(s: Settings) {
   return {
@@ -68,10 +76,7 @@ export function picgoConfig(s: Settings) {
       lankong: {
         lskyProVersion: "V2",
         server: s.base,
-        token: `Bearer ${s.token}`,
-        strategyId: s.options.strategyId === null ? "" : String(s.options.strategyId),
-        albumId: s.options.albumId === null ? "" : String(s.options.albumId),
-        permission: s.options.permission,
+        ...lskyFields(s),
         ignoreCertErr: false,
         syncDelete: false,
       },
@@ -89,10 +94,7 @@ export function piclistConfig(s: Settings) {
       lskyplist: {
         version: "V2",
         host: s.base,
-        token: `Bearer ${s.token}`,
-        strategyId: s.options.strategyId === null ? "" : String(s.options.strategyId),
-        albumId: s.options.albumId === null ? "" : String(s.options.albumId),
-        permission: s.options.permission,
+        ...lskyFields(s),
       },
     },
   };
