@@ -26,6 +26,7 @@ import * as integrations from "./integrations.tsx";
 import { assets } from "./components/index.ts";
 import { makeView, negotiate, t, withView } from "./i18n/index.ts";
 import * as login from "./login.tsx";
+import * as oidc from "./oidc/index.ts";
 import * as security from "./security/index.ts";
 import * as passwordLink from "./password-link.tsx";
 import * as forgotPassword from "./forgot-password.tsx";
@@ -99,6 +100,7 @@ function createWebApp() {
   web.get("/", (c) => c.redirect(`${BASE}/dashboard`, 303));
   site.register(web);
   login.register(web);
+  oidc.register(web);
   security.register(web);
   registration.register(web);
   passwordLink.register(web);

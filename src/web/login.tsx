@@ -1,5 +1,6 @@
 /** Sign-in (username or email, and password) and sign-out. */
 import type { Context, Hono } from "hono";
+import { listOidcProviders, type OidcProvider } from "../db/repositories/oidc.ts";
 import { findUserForSignIn } from "../db/repositories/sessions.ts";
 import { AppError } from "../errors.ts";
 import { addressBucket, clientIp, currentSettings } from "../http/auth.ts";
@@ -11,6 +12,7 @@ import { rich, t } from "./i18n/index.ts";
 import { Field, Layout, Notice } from "./components/index.ts";
 import { BASE, clearSessionCookie, crossSite, FORM_TOKEN_FIELD, fromThisSite, requireThisSite, safeNext, sessionSecret, type WebEnv } from "./session.ts";
 import { completeSignIn } from "./sign-in.ts";
+import { ProviderButtons } from "./oidc/buttons.tsx";
 import { servicesOf } from "../services/index.ts";
 
 /**
@@ -37,9 +39,23 @@ interface LoginForm {
   error?: string;
   info?: string;
   registration: boolean;
+  /** The identity providers offered (docs/single-sign-on.md). */
+  providers: Pick<OidcProvider, "slug" | "label">[];
+  /** Off: the site signs in through its providers only, and the password form is not shown. */
+  passwordSignIn: boolean;
 }
 
-function LoginPage({ login = "", next, error, info, registration }: LoginForm) {
+function LoginPage({ login = "", next, error, info, registration, providers, passwordSignIn }: LoginForm) {
+  if (!passwordSignIn) {
+    return (
+      <Layout title={t("auth.signIn")}>
+        {error && <Notice kind="error">{error}</Notice>}
+        {info && <Notice kind="info">{info}</Notice>}
+        <p class="narrow muted">{t("oidc.passwordOff")}</p>
+        {providers.length ? <ProviderButtons providers={providers} next={next} /> : <Notice kind="info">{t("oidc.noProviders")}</Notice>}
+      </Layout>
+    );
+  }
   return (
     <Layout title={t("auth.signIn")}>
       {error && <Notice kind="error">{error}</Notice>}
@@ -56,6 +72,8 @@ function LoginPage({ login = "", next, error, info, registration }: LoginForm) {
           {t("auth.signIn")}
         </button>
       </form>
+      {providers.length > 0 && <p class="narrow muted or">{t("oidc.or")}</p>}
+      <ProviderButtons providers={providers} next={next} />
       <p class="narrow">
         <a href={`${BASE}/forgot`}>{t("mail.forgot.link")}</a>
       </p>
@@ -69,9 +87,14 @@ function LoginPage({ login = "", next, error, info, registration }: LoginForm) {
 export function register(web: Hono<WebEnv>) {
   const accountThrottle = new FailedAuthThrottle(ACCOUNT_SIGN_IN_FAILURES);
 
-  const page = async (c: Context<WebEnv>, form: Omit<LoginForm, "registration">, status: 200 | 401 | 403 | 422 | 429 = 200) => {
+  const page = async (
+    c: Context<WebEnv>,
+    form: Omit<LoginForm, "registration" | "providers" | "passwordSignIn">,
+    status: 200 | 401 | 403 | 422 | 429 = 200,
+  ) => {
     const settings = await currentSettings(c.get("deps"));
-    return c.html(<LoginPage {...form} registration={settings.registrationEnabled} />, status);
+    const providers = await listOidcProviders(c.get("deps").db, true);
+    return c.html(<LoginPage {...form} registration={settings.registrationEnabled} providers={providers} passwordSignIn={settings.passwordSignIn} />, status);
   };
 
   web.get("/login", async (c) => {
@@ -90,6 +113,8 @@ export function register(web: Hono<WebEnv>) {
     const login = formField(body, "login").trim().slice(0, MAX_LOGIN);
     const password = formField(body, "password").slice(0, MAX_PASSWORD);
     const next = safeNext(formField(body, "next") || undefined);
+    // provider-only: no password is looked at (an administrator's way back is the CLI: docs/single-sign-on.md)
+    if (!(await currentSettings(deps)).passwordSignIn) return page(c, { next, error: t("oidc.passwordOffRefused") }, 403);
     if (!login || !password) return page(c, { login, next, error: t("auth.enterBoth") }, 422);
 
     // a failure is reserved before the password is looked at, against the address (shared with the API's failed

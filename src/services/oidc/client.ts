@@ -41,15 +41,21 @@ export class SignInRefused extends Error {
   }
 }
 
-const discovered = new Map<number, { config: oidc.Configuration; at: number; stamp: number }>();
+/** Discovered configurations by provider and version (its settings, down to the sealed secret): a change is a new entry. */
+const discovered = new Map<string, { config: oidc.Configuration; at: number }>();
+const DISCOVERED_MAX = 100;
+const discoveryKey = (p: OidcProvider) => `${p.id}|${p.issuer}|${p.clientId}|${p.clientSecret}|${p.updatedAt.getTime()}`;
 
 /** Forgets a provider's discovery (it changed or went). */
-export const forgetDiscovery = (providerId: number) => discovered.delete(providerId);
+export function forgetDiscovery(providerId: number) {
+  for (const key of discovered.keys()) if (key.startsWith(`${providerId}|`)) discovered.delete(key);
+}
 
 async function configurationOf(deps: Deps, provider: OidcProvider): Promise<oidc.Configuration> {
   const now = Date.now();
-  const cached = discovered.get(provider.id);
-  if (cached && cached.stamp === provider.updatedAt.getTime() && now - cached.at < DISCOVERY_TTL_MS) return cached.config;
+  const key = discoveryKey(provider);
+  const cached = discovered.get(key);
+  if (cached && now - cached.at < DISCOVERY_TTL_MS) return cached.config;
   const issuer = new URL(provider.issuer);
   const secret = clientSecretOf(deps, provider);
   const insecure = issuer.protocol === "http:" && isLoopbackHost(issuer.hostname);
@@ -69,7 +75,8 @@ async function configurationOf(deps: Deps, provider: OidcProvider): Promise<oidc
   } catch (e) {
     throw new SignInRefused("unreachable", `discovery of ${provider.issuer} failed: ${(e as Error).message}`);
   }
-  discovered.set(provider.id, { config, at: now, stamp: provider.updatedAt.getTime() });
+  if (discovered.size >= DISCOVERED_MAX) discovered.clear();
+  discovered.set(key, { config, at: now });
   return config;
 }
 

@@ -34,12 +34,12 @@ export function issuerProblem(issuer: string): string | null {
   try {
     url = new URL(issuer);
   } catch {
-    return "The issuer must be an absolute URL.";
+    return "it must be an absolute URL";
   }
   if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.hostname))) {
-    return "The issuer must use https (plain http only on a loopback address).";
+    return "it must use https (plain http only on a loopback address)";
   }
-  if (url.search || url.hash || url.username || url.password) return "The issuer must have no query, fragment or credentials.";
+  if (url.search || url.hash || url.username || url.password) return "it must have no query, fragment or credentials";
   return null;
 }
 

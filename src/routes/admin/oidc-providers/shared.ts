@@ -10,7 +10,7 @@ const claimName = (description: string, example: string) =>
   z
     .string()
     .trim()
-    .regex(/^[\w.:/-]{1,100}$/, "A claim name: 1–100 letters, digits, '_', '.', ':', '/' or '-'.")
+    .regex(/^[\w.:/-]{1,100}$/, "1–100 letters, digits, '_', '.', ':', '/' or '-'")
     .openapi({ description, example });
 
 const noControl = (s: string) => !/\p{Cc}/u.test(s);
@@ -19,7 +19,7 @@ const noControl = (s: string) => !/\p{Cc}/u.test(s);
 export const OidcProviderFields = z.object({
   slug: z
     .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "1–32 lower-case letters, digits or '-', starting with a letter or digit.")
+    .regex(/^[a-z0-9][a-z0-9-]{0,31}$/, "1–32 lower-case letters, digits or '-', starting with a letter or digit")
     .openapi({
       description: "Names the provider in its callback, BASE_URL/user/oidc/<slug>/callback (the redirect URI to register at the provider)",
       example: "authentik",
@@ -29,7 +29,7 @@ export const OidcProviderFields = z.object({
     .trim()
     .min(1)
     .max(60)
-    .refine(noControl, "No control characters.")
+    .refine(noControl, "no control characters")
     .openapi({ description: "The sign-in button's text", example: "Sign in with Authentik" }),
   issuer: z
     .string()
@@ -48,9 +48,9 @@ export const OidcProviderFields = z.object({
     .trim()
     .min(1)
     .max(300)
-    .refine(noControl, "No control characters.")
+    .refine(noControl, "no control characters")
     .openapi({ description: "The client id registered at the provider", example: "image-host" }),
-  client_secret: z.string().max(1000).refine(noControl, "No control characters.").openapi({
+  client_secret: z.string().max(1000).refine(noControl, "no control characters").openapi({
     description: "The client secret; stored sealed, never answered (`client_secret_set` says whether one is). Empty: a public client (PKCE only)",
     example: "s3cr3t",
   }),
@@ -58,8 +58,8 @@ export const OidcProviderFields = z.object({
     .string()
     .trim()
     .max(500)
-    .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, "Scopes separated by single spaces.")
-    .refine((s) => s.split(" ").includes("openid"), "The scopes must include openid.")
+    .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, "scopes separated by single spaces")
+    .refine((s) => s.split(" ").includes("openid"), "the scopes must include openid")
     .openapi({ description: "The scopes asked for, separated by spaces; must include openid", example: "openid profile email" }),
   username_claim: claimName("The claim that gives the username of a provisioned account", "preferred_username"),
   email_claim: claimName("The claim that gives the email", "email"),

@@ -13,6 +13,7 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
+import oidc from "./oidc.ts";
 import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
@@ -33,6 +34,7 @@ export const en = {
   ...account,
   ...webhooks,
   ...admin,
+  ...oidc,
   ...mail,
   ...adminAudit,
   ...adminGroups,

@@ -11,6 +11,7 @@ import integrations from "./integrations.ts";
 import account from "./account.ts";
 import webhooks from "./webhooks.ts";
 import admin from "./admin.ts";
+import oidc from "./oidc.ts";
 import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
@@ -31,6 +32,7 @@ export const zhCN: Record<MessageKey, string> = {
   ...account,
   ...webhooks,
   ...admin,
+  ...oidc,
   ...mail,
   ...adminAudit,
   ...adminGroups,
