@@ -410,6 +410,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/users/{id}/second-factors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user's second factors
+         * @description The way back for someone who lost their second factor: removes the user's authenticator app, recovery codes and passkeys, and their sign-ins under way, in one transaction. The password and the signed-in sessions stay. Where the site requires a second factor, the user is led to set one up at the next sign-in. Written to the audit log.
+         */
+        delete: operations["adminResetSecondFactors"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/users/{id}/password-link": {
         parameters: {
             query?: never;
@@ -1486,6 +1506,11 @@ export interface components {
              */
             accent_color: string;
             /**
+             * @description Who must sign in to the pages with a second factor (an authenticator app or a passkey): nobody more (off), administrators, or everyone. Accounts without one are led to set one up at their next sign-in. API tokens are not affected
+             * @enum {string}
+             */
+            require_second_factor: "off" | "admins" | "everyone";
+            /**
              * @description The pages' language for visitors whose account and browser choose none of the site's languages
              * @enum {string}
              */
@@ -1517,6 +1542,11 @@ export interface components {
              * @example #1f5fbf
              */
             accent_color?: string;
+            /**
+             * @description Who must sign in to the pages with a second factor (an authenticator app or a passkey): nobody more (off), administrators, or everyone. Accounts without one are led to set one up at their next sign-in. API tokens are not affected
+             * @enum {string}
+             */
+            require_second_factor?: "off" | "admins" | "everyone";
             /**
              * @description The pages' language for visitors whose account and browser choose none of the site's languages
              * @enum {string}
@@ -2050,6 +2080,22 @@ export interface components {
             data: {
                 tokens_revoked: number;
             };
+        };
+        /** @description Callers must check both the HTTP status code and `status`. */
+        SecondFactorsResetResponse: components["schemas"]["Envelope"] & {
+            /** @enum {boolean} */
+            status?: true;
+            /** @enum {string} */
+            message?: "success";
+            data: components["schemas"]["SecondFactorsReset"];
+        };
+        SecondFactorsReset: {
+            /** @description Whether the user had an authenticator app (TOTP), now removed */
+            totp_removed: boolean;
+            /** @description Recovery codes removed, used or not */
+            recovery_codes_removed: number;
+            /** @description Passkeys removed */
+            passkeys_removed: number;
         };
         /** @description Callers must check both the HTTP status code and `status`. */
         PasswordLinkResponse: components["schemas"]["Envelope"] & {
@@ -6003,6 +6049,117 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SignOutResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, revoked or expired credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Unauthenticated.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not found, or not owned by the caller (the two look the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Image not found.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A field is missing, has the wrong type or is out of range; see `errors` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "The per_page field is invalid: must be at most 100.",
+                     *       "data": null,
+                     *       "errors": {
+                     *         "per_page": [
+                     *           "The per_page field is invalid: must be at most 100."
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many failed authentications from this client address: the credential was not checked. Retry after the `Retry-After` header's seconds (each address may fail 30 times at once, then once every 2 seconds) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Too many failed authentications from your address: retry in 2 s.",
+                     *       "data": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Storage or server failure; the message carries no internals */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": false,
+                     *       "message": "Internal server error.",
+                     *       "data": null,
+                     *       "request_id": "b3f1c2d4"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    adminResetSecondFactors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 1 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecondFactorsResetResponse"];
                 };
             };
             /** @description Missing, malformed, wrong, revoked or expired credential */

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { and, eq } from "drizzle-orm";
-import { auditLog, pendingSignIns, recoveryCodes, sessions, settings, totpAuthenticators } from "../../src/db/schema.ts";
+import { auditLog, pendingSignIns, recoveryCodes, sessions, totpAuthenticators } from "../../src/db/schema.ts";
 import { codeAt } from "../../src/services/second-factors/totp.ts";
 import { sha256Hex } from "../../src/services/secrets.ts";
-import { BASE_URL, createTestContext, type TestContext } from "../support/harness.ts";
+import { ADMIN_TOKEN, BASE_URL, createTestContext, type TestContext } from "../support/harness.ts";
 import { formTokenIn } from "../support/visitor.ts";
 
 let ctx: TestContext;
@@ -281,7 +281,7 @@ describe("session fixation", () => {
 
 describe("a second factor required by the site", () => {
   test("an account without one is led to set one up at sign-in, and cannot skip it", async () => {
-    await ctx.db.update(settings).set({ requireSecondFactor: "everyone" });
+    expect((await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "everyone" })).require_second_factor).toBe("everyone");
     ctx.advance(2_000);
     try {
       const user = await newUser();
@@ -305,8 +305,63 @@ describe("a second factor required by the site", () => {
         .where(eq(sessions.secretHash, sha256Hex(browser.jar.get("ih_session")!)));
       expect(session!.method).toBe("password+totp");
     } finally {
-      await ctx.db.update(settings).set({ requireSecondFactor: "off" });
+      await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "off" });
       ctx.advance(2_000);
     }
+  });
+
+  test("for administrators only: a user signs in with a password alone, an administrator is led to enrol", async () => {
+    await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "admins" });
+    ctx.advance(2_000);
+    try {
+      const user = await newUser();
+      const admin = await newUser({ role: "admin" });
+      expect((await new Browser().signIn(user.username)).headers.get("location")).toBe("/user/dashboard");
+      expect((await new Browser().signIn(admin.username)).headers.get("location")).toBe("/user/login/enrol");
+    } finally {
+      await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "off" });
+      ctx.advance(2_000);
+    }
+  });
+
+  test("the setting refuses anything but off, admins and everyone", async () => {
+    const res = await ctx.json("/api/admin/settings", {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ require_second_factor: "sometimes" }),
+    });
+    expect(res.status).toBe(422);
+    expect(Object.keys(res.body.errors)).toEqual(["require_second_factor"]);
+  });
+});
+
+describe("the emergency path", () => {
+  test("DELETE /api/admin/users/{id}/second-factors removes them all; the password alone signs in again; audited", async () => {
+    const user = await newUser();
+    const browser = await signedIn(user.username);
+    await enrolTotp(browser, user.id);
+    const pending = new Browser();
+    expect((await pending.signIn(user.username)).headers.get("location")).toBe("/user/login/second-factor");
+    const reset = await ctx.admin("DELETE", `/api/admin/users/${user.id}/second-factors`);
+    expect(reset).toEqual({ totp_removed: true, recovery_codes_removed: 10, passkeys_removed: 0 });
+    expect(await ctx.db.select().from(totpAuthenticators).where(eq(totpAuthenticators.userId, user.id))).toEqual([]);
+    expect(await ctx.db.select().from(recoveryCodes).where(eq(recoveryCodes.userId, user.id))).toEqual([]);
+    // the sign-in under way ended with them; the session stays
+    expect(await ctx.db.select().from(pendingSignIns).where(eq(pendingSignIns.userId, user.id))).toEqual([]);
+    expect((await browser.get("/user/security")).status).toBe(200);
+    expect((await new Browser().signIn(user.username)).headers.get("location")).toBe("/user/dashboard");
+    const [audit] = await ctx.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.action, "DELETE /api/admin/users/{id}/second-factors"), eq(auditLog.targetId, String(user.id))));
+    expect(audit!.actor).toBe("ADMIN_TOKEN");
+    // a second reset finds nothing; an unknown account is 404
+    expect(await ctx.admin("DELETE", `/api/admin/users/${user.id}/second-factors`)).toEqual({
+      totp_removed: false,
+      recovery_codes_removed: 0,
+      passkeys_removed: 0,
+    });
+    const missing = await ctx.json("/api/admin/users/999999/second-factors", { method: "DELETE", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(missing.status).toBe(404);
   });
 });

@@ -150,6 +150,21 @@ export const userCommands: CommandGroup = {
         out.result(user, () => out.line(`Password set for ${user.username} (id ${user.id}); their signed-in sessions have ended.`));
       },
     }),
+    "reset-second-factor": command({
+      usage: "<user>",
+      summary: "Remove a user's second factors (authenticator app, recovery codes, passkeys): the way back for a lost phone or key",
+      notes: ["    the password and the sessions stay; where the site requires a second factor, the user sets one up at the next sign-in"],
+      args: ["user"],
+      async run({ args, api, out }) {
+        const { id, label } = await resolveUser(api(), args.user);
+        const reset = await payload(api().DELETE("/api/admin/users/{id}/second-factors", { params: { path: { id } } }));
+        out.result(reset, () =>
+          out.line(
+            `Removed the second factors of ${label}: ${reset.totp_removed ? "the authenticator app, " : ""}${reset.recovery_codes_removed} recovery codes, ${reset.passkeys_removed} passkeys.`,
+          ),
+        );
+      },
+    }),
     "set-role": command({
       usage: "<user> admin|user",
       summary: "Make a user an administrator of the site's admin pages, or a user again",

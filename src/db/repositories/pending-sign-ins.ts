@@ -71,3 +71,8 @@ export async function takePasskeyChallenge(
   const row = rows[0];
   return row && row.expiresAt.getTime() > now.getTime() ? row : null;
 }
+
+/** Ends the account's sign-ins under way (its second factors were reset). */
+export async function deletePendingSignInsOfUser(db: Executor, userId: number) {
+  await db.delete(pendingSignIns).where(eq(pendingSignIns.userId, userId));
+}

@@ -37,6 +37,10 @@ export const Settings = z
       .string()
       .refine((s) => s === "" || ACCENT_PATTERN.test(s), "Give the colour as #rrggbb, or empty for the default.")
       .openapi({ description: "The pages' accent colour as #rrggbb (adjusted for contrast in light and dark); empty = the default", example: "#1f5fbf" }),
+    require_second_factor: z.enum(["off", "admins", "everyone"]).openapi({
+      description:
+        "Who must sign in to the pages with a second factor (an authenticator app or a passkey): nobody more (off), administrators, or everyone. Accounts without one are led to set one up at their next sign-in. API tokens are not affected",
+    }),
     default_locale: z
       .enum(["en", "zh-CN"])
       .openapi({ description: "The pages' language for visitors whose account and browser choose none of the site's languages" }),
@@ -54,5 +58,6 @@ export const toOutput = (s: Awaited<ReturnType<typeof getSettings>>) => ({
   site_logo: s.siteLogo,
   site_favicon: s.siteFavicon,
   accent_color: s.accentColor,
+  require_second_factor: s.requireSecondFactor,
   default_locale: s.defaultLocale as "en" | "zh-CN",
 });

@@ -30,6 +30,7 @@ export function register(app: OpenAPIHono<AppEnv>) {
         siteFavicon: body.site_favicon,
         accentColor: body.accent_color,
         defaultLocale: body.default_locale,
+        requireSecondFactor: body.require_second_factor,
       });
       return respond(c, toOutput(s));
     },

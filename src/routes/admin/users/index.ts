@@ -6,11 +6,12 @@ import * as createUser from "./create-user.ts";
 import * as getUser from "./get-user.ts";
 import * as updateUser from "./update-user.ts";
 import * as signOutUser from "./sign-out-user.ts";
+import * as resetSecondFactors from "./reset-second-factors.ts";
 import * as createPasswordLink from "./create-password-link.ts";
 import * as deleteUser from "./delete-user.ts";
 
 /** In this order: the order of the operations in the spec. */
-const operations = [listUsers, createUser, getUser, updateUser, signOutUser, createPasswordLink, deleteUser];
+const operations = [listUsers, createUser, getUser, updateUser, signOutUser, resetSecondFactors, createPasswordLink, deleteUser];
 
 export function register(app: OpenAPIHono<AppEnv>) {
   for (const operation of operations) operation.register(app);
