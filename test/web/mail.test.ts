@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { invitations, passwordLinks, users } from "../../src/db/schema.ts";
+import { invitations, passwordLinks, settings, users } from "../../src/db/schema.ts";
 import { servicesOf } from "../../src/services/index.ts";
 import { requestPasswordReset } from "../../src/services/mail/password-reset.ts";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
@@ -61,9 +61,9 @@ describe("the mail settings of the admin API", () => {
     });
     const raw = await ctx.request("/api/admin/mail", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(await raw.text()).not.toContain("s3cret-pass");
-    const [row] = await ctx.db.execute<{ smtp_password_sealed: string }>("select smtp_password_sealed from settings" as never);
-    expect(String(row?.smtp_password_sealed)).toStartWith("v1:");
-    expect(String(row?.smtp_password_sealed)).not.toContain("s3cret");
+    const [row] = await ctx.db.select({ sealed: settings.smtpPasswordSealed }).from(settings);
+    expect(row!.sealed!).toStartWith("v1:");
+    expect(row!.sealed!).not.toContain("s3cret");
     const cleared = await ctx.admin("PATCH", "/api/admin/mail", { smtp_username: "", smtp_password: null });
     expect(cleared.smtp_password_set).toBe(false);
 
@@ -476,8 +476,8 @@ describe("the pages", () => {
     expect(await text(revoked)).toContain("The invitation is withdrawn.");
     expect((await ctx.db.select().from(invitations).where(eq(invitations.id, row!.id)))[0]!.revokedAt).not.toBeNull();
 
-    const settings = await text(await visitor.get("/user/admin/settings"));
-    expect(settings).toContain('href="/user/admin/settings/mail"');
+    const settingsPage = await text(await visitor.get("/user/admin/settings"));
+    expect(settingsPage).toContain('href="/user/admin/settings/mail"');
     const mailPage = await text(await visitor.get("/user/admin/settings/mail"));
     expect(mailPage).toContain(`value="${smtp.port}"`);
     expect(mailPage).not.toContain("s3cret");
