@@ -25,7 +25,7 @@ export default {
   "auth.taken": "This username or email is already taken.",
   "auth.noDefaultGroup": "This site has no default group for new accounts: tell its administrator.",
   "auth.linkGone":
-    "This link is not valid: it was used already, it has expired (links last an hour), or it never existed. Ask your administrator for a new one.",
+    "This link is not valid: it was used already, it has expired (links last an hour), or it never existed. Ask for a new one with “Forgot your password?” on the sign-in page, or from your administrator.",
   "auth.setPassword": "Set your password",
   "auth.setPasswordOf": "Set the password of <b>{username}</b>. This link works once; your other sessions end.",
   "auth.newPassword": "New password",

@@ -26,7 +26,7 @@ export default {
   "auth.tooManyAccounts": "你的地址创建的账户过多：请稍后再试。",
   "auth.taken": "这个用户名或邮箱已被使用。",
   "auth.noDefaultGroup": "本站没有新账户的默认用户组：请告知管理员。",
-  "auth.linkGone": "此链接无效：已被使用、已过期（链接有效期为一小时）或从未存在。请向管理员索取新链接。",
+  "auth.linkGone": "此链接无效：已被使用、已过期（链接有效期为一小时）或从未存在。请在登录页点击“忘记密码？”获取新链接，或向管理员索取。",
   "auth.setPassword": "设置密码",
   "auth.setPasswordOf": "为 <b>{username}</b> 设置密码。此链接只能使用一次；你的其他会话将结束。",
   "auth.newPassword": "新密码",
