@@ -232,7 +232,6 @@ describe("password reset by mail", () => {
   });
 
   test("a known and an unknown address take the same time to answer (no lookup before the answer)", async () => {
-    const known = await account();
     const time = async (email: string) => {
       const started = performance.now();
       await new Visitor().post("/user/forgot", { email }, { formToken: null });
@@ -240,14 +239,15 @@ describe("password reset by mail", () => {
     };
     const k: number[] = [];
     const u: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      k.push(await time(known.email));
+    for (let i = 0; i < 5; i++) {
+      // a fresh known account each round: the per-address throttle allows three requests for one address
+      k.push(await time((await account()).email));
       u.push(await time(`${unique("timing")}@example.com`));
     }
     await settle();
-    const median = (xs: number[]) => xs.sort((a, b) => a - b)[1]!;
-    // the same work before the answer: within a few milliseconds of each other (the SMTP exchange is after it)
-    expect(Math.abs(median(k) - median(u))).toBeLessThan(25);
+    const median = (xs: number[]) => xs.sort((a, b) => a - b)[2]!;
+    // the same work before the answer: the same timing class (the lookup and the SMTP exchange come after it)
+    expect(Math.abs(median(k) - median(u))).toBeLessThan(40);
   });
 });
 
