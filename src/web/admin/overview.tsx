@@ -7,9 +7,9 @@ import { asc, gte, sql } from "drizzle-orm";
 import type { Hono } from "hono";
 import type { Db } from "../../db/client.ts";
 import { images, strategies, users } from "../../db/schema.ts";
-import { formatUtc } from "../../http/time.ts";
 import { lastRun, type LastRun } from "../../services/last-runs.ts";
-import { formatBytes } from "../components/index.ts";
+import { Cell, formatBytes, Table, UtcTime } from "../components/index.ts";
+import { num, rich, t } from "../i18n/index.ts";
 import { requireAdminSession, type WebEnv } from "../session.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
 
@@ -73,7 +73,9 @@ function BarChart({ id, title, days, value, format }: { id: string; title: strin
   return (
     <svg class="chart" viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby={`${id}-title ${id}-desc`}>
       <title id={`${id}-title`}>{title}</title>
-      <desc id={`${id}-desc`}>{`${format(total)} in ${days.length} days; the busiest day ${busiest.day} with ${format(value(busiest))}.`}</desc>
+      <desc id={`${id}-desc`}>
+        {t("admin.overview.chart.desc", { total: format(total), days: days.length, day: busiest.day, most: format(value(busiest)) })}
+      </desc>
       <line class="axis" x1={left} y1={height - bottom} x2={width} y2={height - bottom} />
       {days.map((d, i) => {
         const h = ((height - top - bottom) * value(d)) / max;
@@ -93,20 +95,22 @@ function BarChart({ id, title, days, value, format }: { id: string; title: strin
   );
 }
 
+const col = (k: string) => t(`admin.overview.col.${k}` as "admin.overview.col.job");
+
 function RunLine({ label, run }: { label: string; run: LastRun | null }) {
   return (
     <tr>
       <th scope="row">{label}</th>
       {run ? (
         <>
-          <td>
-            <time datetime={run.at.toISOString()}>{formatUtc(run.at)}</time>
-          </td>
-          <td>{run.ok ? "ok" : "failed"}</td>
-          <td>{run.summary}</td>
+          <Cell label={col("lastRun")}>
+            <UtcTime at={run.at} />
+          </Cell>
+          <Cell label={col("result")}>{run.ok ? t("admin.overview.run.ok") : t("admin.overview.run.failed")}</Cell>
+          <Cell label={col("summary")}>{run.summary}</Cell>
         </>
       ) : (
-        <td colspan={3}>not run on this instance since it started</td>
+        <td colspan={3}>{t("admin.overview.run.never")}</td>
       )}
     </tr>
   );
@@ -117,113 +121,82 @@ export function register(web: Hono<WebEnv>) {
     const deps = c.get("deps");
     const [f, readiness] = await Promise.all([figures(deps.db, deps.clock()), c.get("services").readiness.check()]);
     const database = deps.config.database;
+    const uploads = (n: number) => t("admin.overview.uploads.value", { count: n });
     return c.html(
-      <AdminLayout title="Administration" signedIn={c.get("signedIn")} section="overview">
+      <AdminLayout title={t("admin.overview.title")} signedIn={c.get("signedIn")} section="overview">
         <dl class="stats">
           <div>
-            <dt>Users</dt>
-            <dd>{f.users.toLocaleString("en")}</dd>
+            <dt>{t("admin.overview.users")}</dt>
+            <dd>{num(f.users)}</dd>
           </div>
           <div>
-            <dt>Images</dt>
-            <dd>{f.images.toLocaleString("en")}</dd>
+            <dt>{t("admin.overview.images")}</dt>
+            <dd>{num(f.images)}</dd>
           </div>
           <div>
-            <dt>Stored (images' own bytes)</dt>
+            <dt>{t("admin.overview.stored")}</dt>
             <dd>{formatBytes(f.bytes)}</dd>
           </div>
           <div>
-            <dt>Database</dt>
-            <dd>{database?.kind === "external" ? "PostgreSQL" : database?.kind === "embedded" ? "embedded" : "not reported"}</dd>
+            <dt>{t("admin.overview.database")}</dt>
+            <dd>{t(`admin.overview.database.${database?.kind === "external" || database?.kind === "embedded" ? database.kind : "unknown"}`)}</dd>
           </div>
         </dl>
         {database && <p class="muted small">{database.detail}</p>}
 
         <section aria-labelledby="strategies-title">
-          <h2 id="strategies-title">Storage</h2>
+          <h2 id="strategies-title">{t("admin.overview.storage")}</h2>
           <p data-testid="readiness">
             {readiness.ready ? (
-              <span class="status-ok">{`Ready: every enabled storage (${readiness.storage.length}) accepted a probe write.`}</span>
+              <span class="status-ok">{t("admin.overview.ready", { count: readiness.storage.length })}</span>
             ) : (
               <span class="status-bad">{readiness.message}</span>
             )}
           </p>
-          <table class="list stack">
-            <thead>
+          <Table class="list" label={t("admin.overview.strategies.label")} columns={["strategy", "driver", "images", "used", "quota"].map(col)}>
+            {f.perStrategy.map((s) => (
               <tr>
-                <th scope="col">Strategy</th>
-                <th scope="col">Driver</th>
-                <th scope="col">Images</th>
-                <th scope="col">Used</th>
-                <th scope="col">Quota</th>
+                <th scope="row">
+                  <a href={`${ADMIN}/strategies/${s.id}`}>{`#${s.id} ${s.name}`}</a>
+                  {!s.enabled && <span class="badge">{t("admin.badge.disabled")}</span>}
+                </th>
+                <Cell label={col("driver")}>{s.driver}</Cell>
+                <Cell label={col("images")}>{num(s.images)}</Cell>
+                <Cell label={col("used")}>{formatBytes(s.usedBytes)}</Cell>
+                <Cell label={col("quota")}>{s.quotaKb === null ? t("admin.none") : formatBytes(s.quotaKb * 1024)}</Cell>
               </tr>
-            </thead>
-            <tbody>
-              {f.perStrategy.map((s) => (
-                <tr>
-                  <th scope="row">
-                    <a href={`${ADMIN}/strategies/${s.id}`}>{`#${s.id} ${s.name}`}</a>
-                    {!s.enabled && <span class="badge">disabled</span>}
-                  </th>
-                  <td data-label="Driver">{s.driver}</td>
-                  <td data-label="Images">{s.images.toLocaleString("en")}</td>
-                  <td data-label="Used">{formatBytes(s.usedBytes)}</td>
-                  <td data-label="Quota">{s.quotaKb === null ? "none" : formatBytes(s.quotaKb * 1024)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         </section>
 
         <section aria-labelledby="activity-title">
-          <h2 id="activity-title">The last {DAYS} days (UTC)</h2>
-          <p class="muted small">Images uploaded each day that are still stored (deleted and expired ones are not counted).</p>
-          <h3>{`Uploads per day (${f.days.reduce((n, d) => n + d.uploads, 0)} in all)`}</h3>
-          <BarChart id="uploads-chart" title="Uploads per day" days={f.days} value={(d) => d.uploads} format={(n) => `${n} uploads`} />
-          <h3>{`Bytes uploaded per day (${formatBytes(f.days.reduce((n, d) => n + d.bytes, 0))} in all)`}</h3>
-          <BarChart id="bytes-chart" title="Bytes uploaded per day" days={f.days} value={(d) => d.bytes} format={formatBytes} />
+          <h2 id="activity-title">{t("admin.overview.activity", { days: DAYS })}</h2>
+          <p class="muted small">{t("admin.overview.activity.hint")}</p>
+          <h3>{t("admin.overview.uploads", { count: f.days.reduce((n, d) => n + d.uploads, 0) })}</h3>
+          <BarChart id="uploads-chart" title={t("admin.overview.uploads.chart")} days={f.days} value={(d) => d.uploads} format={uploads} />
+          <h3>{t("admin.overview.bytes", { size: formatBytes(f.days.reduce((n, d) => n + d.bytes, 0)) })}</h3>
+          <BarChart id="bytes-chart" title={t("admin.overview.bytes.chart")} days={f.days} value={(d) => d.bytes} format={formatBytes} />
           <details>
-            <summary>The figures as a table</summary>
-            <table class="list">
-              <thead>
+            <summary>{t("admin.overview.table")}</summary>
+            <Table class="list" columns={["day", "uploads", "bytes"].map(col)}>
+              {f.days.map((d) => (
                 <tr>
-                  <th scope="col">Day</th>
-                  <th scope="col">Uploads</th>
-                  <th scope="col">Bytes</th>
+                  <th scope="row">{d.day}</th>
+                  <Cell label={col("uploads")}>{num(d.uploads)}</Cell>
+                  <Cell label={col("bytes")}>{formatBytes(d.bytes)}</Cell>
                 </tr>
-              </thead>
-              <tbody>
-                {f.days.map((d) => (
-                  <tr>
-                    <th scope="row">{d.day}</th>
-                    <td>{d.uploads}</td>
-                    <td>{formatBytes(d.bytes)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </Table>
           </details>
         </section>
 
         <section aria-labelledby="jobs-title">
-          <h2 id="jobs-title">Background jobs on this instance</h2>
-          <table class="list">
-            <thead>
-              <tr>
-                <th scope="col">Job</th>
-                <th scope="col">Last run</th>
-                <th scope="col">Result</th>
-                <th scope="col">Summary</th>
-              </tr>
-            </thead>
-            <tbody>
-              <RunLine label="Expiry sweeper" run={lastRun(deps, "sweeper")} />
-              <RunLine label="Reconciler" run={lastRun(deps, "reconciler")} />
-            </tbody>
-          </table>
-          <p class="muted small">
-            Run the reconciler by hand on the <a href={`${ADMIN}/maintenance`}>Maintenance</a> page.
-          </p>
+          <h2 id="jobs-title">{t("admin.overview.jobs")}</h2>
+          <Table class="list" columns={["job", "lastRun", "result", "summary"].map(col)}>
+            <RunLine label={t("admin.overview.job.sweeper")} run={lastRun(deps, "sweeper")} />
+            <RunLine label={t("admin.overview.job.reconciler")} run={lastRun(deps, "reconciler")} />
+          </Table>
+          <p class="muted small">{rich("admin.overview.reconcileHint", { a: (chunks) => <a href={`${ADMIN}/maintenance`}>{chunks}</a> })}</p>
         </section>
       </AdminLayout>,
     );

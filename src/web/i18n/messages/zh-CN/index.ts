@@ -16,6 +16,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminOverview from "./admin-overview.ts";
 import adminImages from "./admin-images.ts";
 import adminUsers from "./admin-users.ts";
 import security from "./security.ts";
@@ -37,6 +38,7 @@ export const zhCN: Record<MessageKey, string> = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminOverview,
   ...adminImages,
   ...adminUsers,
   ...security,
