@@ -335,6 +335,24 @@ describe("a second factor required by the site", () => {
   });
 });
 
+describe("the admin Settings page", () => {
+  test("sets who must sign in with a second factor, and shows a refusal on the field", async () => {
+    const admin = await newUser({ role: "admin" });
+    const browser = await signedIn(admin.username);
+    const page = await (await browser.get("/user/admin/settings")).text();
+    expect(page).toContain('name="require_second_factor"');
+    expect(page).toContain('<option value="off" selected="">');
+    const saved = await browser.post("/user/admin/settings", { api_enabled: "1", require_second_factor: "admins" });
+    expect(saved.status).toBe(303);
+    expect((await ctx.admin("GET", "/api/admin/settings")).require_second_factor).toBe("admins");
+    const refused = await browser.post("/user/admin/settings", { api_enabled: "1", require_second_factor: "sometimes" });
+    expect(refused.status).toBe(422);
+    expect(await refused.text()).toContain('id="settings-require_second_factor-error"');
+    expect((await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "off" })).require_second_factor).toBe("off");
+    ctx.advance(2_000);
+  });
+});
+
 describe("the emergency path", () => {
   test("DELETE /api/admin/users/{id}/second-factors removes them all; the password alone signs in again; audited", async () => {
     const user = await newUser();

@@ -6,6 +6,7 @@
 import type { Context, Hono } from "hono";
 import { getSettings } from "../../db/repositories/settings.ts";
 import { formField, readForm } from "../form.ts";
+import { t } from "../i18n/index.ts";
 import { aria, FieldError, FormToken, Hint, Notice, Select, TextInput } from "../components/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi } from "./api.ts";
@@ -24,6 +25,30 @@ const SWITCHES = [
   { name: "guest_upload_enabled", label: "Guest upload", hint: "Uploads (and the strategy list) without a token, under the guest group's limits." },
   { name: "registration_enabled", label: "Registration", hint: "Visitors may create their own account on the sign-up page; it joins the default group." },
 ] as const;
+
+/** Who must sign in with a second factor (docs/decisions/sign-in-core.md). */
+const SECOND_FACTOR = "require_second_factor";
+
+function SecondFactor({ value, error }: { value: string; error?: string }) {
+  return (
+    <fieldset class="admin-fieldset">
+      <legend>{t("security.title")}</legend>
+      <Select
+        id={`settings-${SECOND_FACTOR}`}
+        name={SECOND_FACTOR}
+        label={t("security.admin.required")}
+        value={value}
+        error={error}
+        options={[
+          ["off", t("security.admin.off")],
+          ["admins", t("security.admin.admins")],
+          ["everyone", t("security.admin.everyone")],
+        ]}
+        hint={t("security.admin.requiredHint")}
+      />
+    </fieldset>
+  );
+}
 
 /** The identity fields: text as sent to PATCH /api/admin/settings (images as data: URLs; app.js fills them from a file). */
 const IDENTITY = ["site_name", "accent_color", "default_locale", "site_logo", "site_favicon"] as const;
@@ -144,6 +169,7 @@ async function render(c: Context<SignedInEnv>, shown?: Shown, status: 200 | 400 
             );
           })}
         </fieldset>
+        <SecondFactor value={shown?.values[SECOND_FACTOR] ?? settings.requireSecondFactor} error={shown?.errors.fields[SECOND_FACTOR]} />
         <Identity values={identity} errors={shown?.errors.fields ?? {}} />
         <div class="buttons admin-buttons">
           <button type="submit" class="primary">
@@ -165,18 +191,20 @@ export function register(web: Hono<WebEnv>) {
     // the identity fields a form sent (the page sends all of them): an empty image is none
     for (const name of IDENTITY) if (name in form) input[name] = formField(form, name).trim();
     for (const name of ["site_logo", "site_favicon"]) if (input[name] === "") input[name] = null;
+    if (SECOND_FACTOR in form) input[SECOND_FACTOR] = formField(form, SECOND_FACTOR);
     const answer = await adminApi(c, "PATCH", "/api/admin/settings", input);
     if (!answer.ok) {
       if (answer.status >= 500) throw new Error(`the admin API answered ${answer.status}: ${answer.message}`);
       const values = Object.fromEntries([
         ...SWITCHES.map((s) => [s.name, formField(form, s.name) === "1" ? "1" : ""]),
         ...IDENTITY.map((name) => [name, formField(form, name)]),
+        [SECOND_FACTOR, formField(form, SECOND_FACTOR)],
       ]);
       return render(
         c,
         {
           values,
-          errors: errorsOf(answer, [...SWITCHES.map((s) => s.name), ...IDENTITY]),
+          errors: errorsOf(answer, [...SWITCHES.map((s) => s.name), ...IDENTITY, SECOND_FACTOR]),
         },
         [400, 415].includes(answer.status) ? (answer.status as 400 | 415) : 422,
       );
