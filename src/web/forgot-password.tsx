@@ -6,9 +6,9 @@
  * either; the mails one account receives are bounded again in the database (services/mail/password-reset.ts).
  */
 import { z } from "@hono/zod-openapi";
-import type { Hono } from "hono";
-import { AppError } from "../errors.ts";
-import { addressBucket, clientIp } from "../http/auth.ts";
+import type { Context, Hono } from "hono";
+import { AppError, notFound } from "../errors.ts";
+import { addressBucket, clientIp, currentSettings } from "../http/auth.ts";
 import { FailedAuthThrottle, type Reservation } from "../http/throttle.ts";
 import { Layout, Notice, TextInput } from "./components/index.ts";
 import { formField, readForm } from "./form.ts";
@@ -51,12 +51,19 @@ export function register(web: Hono<WebEnv>) {
   const perAddress = new FailedAuthThrottle(RESETS_PER_ADDRESS);
   const perEmail = new FailedAuthThrottle(RESETS_PER_EMAIL);
 
+  /** With password sign-in switched off (provider-only), there is no password to reset: the page does not exist. */
+  async function passwordsInUse(c: Context<WebEnv>) {
+    if (!(await currentSettings(c.get("deps"))).passwordSignIn) throw notFound(t("mail.forgot.passwordOff"));
+  }
+
   web.get("/forgot", async (c) => {
+    await passwordsInUse(c);
     c.header("Referrer-Policy", "no-referrer");
     return c.html(<ForgotPage unavailable={!(await mailConfigured(c.get("deps")))} />);
   });
 
   web.post("/forgot", requireThisSite, async (c) => {
+    await passwordsInUse(c);
     const deps = c.get("deps");
     const form = await readForm(c);
     const email = formField(form, "email").trim().toLowerCase().slice(0, 254);

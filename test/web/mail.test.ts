@@ -221,6 +221,18 @@ describe("password reset by mail", () => {
     expect((await new Visitor().post("/user/forgot", { email: "not-an-address" }, { formToken: null })).status).toBe(422);
   });
 
+  test("with password sign-in switched off (provider-only) there is no reset page", async () => {
+    await ctx.admin("PATCH", "/api/admin/settings", { password_sign_in: false });
+    try {
+      expect((await new Visitor().get("/user/forgot")).status).toBe(404);
+      const res = await new Visitor().post("/user/forgot", { email: "someone@example.com" }, { formToken: null });
+      expect(res.status).toBe(404);
+      expect(await text(res)).toContain("there is no password to reset here");
+    } finally {
+      await ctx.admin("PATCH", "/api/admin/settings", { password_sign_in: true });
+    }
+  });
+
   test("an account is sent at most three links an hour, whatever the instance (bounded in the database)", async () => {
     const user = await account();
     const got = [];

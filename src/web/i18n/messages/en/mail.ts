@@ -20,6 +20,7 @@ export default {
     "If an account has this address, a link to reset its password is on its way. It is valid for an hour and works once. Nothing arrives? Check the spam folder, or ask the administrator of this site.",
   "mail.forgot.tooMany": "Too many reset requests {whose, select, address {from your address} other {for this email}}: retry in {seconds} s.",
   "mail.forgot.unavailable": "This site cannot send mail: ask its administrator to reset your password.",
+  "mail.forgot.passwordOff": "This site signs in through its identity provider: there is no password to reset here.",
   "mail.forgot.back": "<a>Back to sign-in</a>.",
   // email verification
   "mail.verify.title": "Confirm your email address",

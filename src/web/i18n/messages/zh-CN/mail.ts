@@ -19,6 +19,7 @@ export default {
   "mail.forgot.sent": "如果有账户使用这个地址，重置密码的链接已在路上。链接一小时内有效，只能使用一次。没有收到？请检查垃圾邮件，或联系本站管理员。",
   "mail.forgot.tooMany": "{whose, select, address {你的地址} other {这个邮箱}}的重置请求过多：请 {seconds} 秒后重试。",
   "mail.forgot.unavailable": "本站无法发送邮件：请联系管理员重置你的密码。",
+  "mail.forgot.passwordOff": "本站通过身份提供方登录：这里没有可重置的密码。",
   "mail.forgot.back": "<a>返回登录</a>。",
   "mail.verify.title": "确认邮箱地址",
   "mail.verify.confirmIntro": "确认你在本站账户的邮箱地址。",
