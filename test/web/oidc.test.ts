@@ -59,7 +59,7 @@ class Browser {
   }
   /** Presses the provider's button: answers the provider's authorization URL. */
   async start(slug: string, next?: string) {
-    const res = await this.post(`/user/oidc/${slug}/start`, next ? { next } : {});
+    const res = await this.get(`/user/oidc/${slug}/start${next ? `?next=${encodeURIComponent(next)}` : ""}`);
     expect(res.status, await res.clone().text()).toBe(303);
     return res.headers.get("location")!;
   }
@@ -172,7 +172,7 @@ describe("signing in with a real provider", () => {
   test("the sign-in page shows the provider's button", async () => {
     const res = await new Browser().get("/user/login");
     const html = await res.text();
-    expect(html).toContain('action="/user/oidc/corp/start"');
+    expect(html).toContain('href="/user/oidc/corp/start"');
     expect(html).toContain("Sign in with Corp");
     expect(html).toContain('name="password"');
   });

@@ -1,4 +1,8 @@
-/** The sign-in page's identity provider buttons: one small form each, posted to start that provider's sign-in. */
+/**
+ * The sign-in page's identity provider buttons: links that start that provider's sign-in. Links, not forms: the
+ * start answers a redirect to the provider, and a form's redirect to another site is refused by the pages'
+ * `form-action 'self'` policy.
+ */
 import type { OidcProvider } from "../../db/repositories/oidc.ts";
 import { t } from "../i18n/index.ts";
 import { BASE } from "../session.ts";
@@ -8,12 +12,9 @@ export function ProviderButtons({ providers, next }: { providers: Pick<OidcProvi
   return (
     <nav class="card narrow providers" aria-label={t("oidc.providersLabel")}>
       {providers.map((p) => (
-        <form method="post" action={`${BASE}/oidc/${p.slug}/start`}>
-          {next && <input type="hidden" name="next" value={next} />}
-          <button type="submit" class="provider">
-            {p.label}
-          </button>
-        </form>
+        <a class="button provider" href={`${BASE}/oidc/${p.slug}/start${next ? `?next=${encodeURIComponent(next)}` : ""}`}>
+          {p.label}
+        </a>
       ))}
     </nav>
   );

@@ -1,7 +1,7 @@
 /**
  * Sign-in through OpenID Connect providers (docs/single-sign-on.md, docs/decisions/oidc-sign-in.md):
  *
- *   POST /user/oidc/<slug>/start      the sign-in page's button: a flow for this browser, then the provider
+ *   GET  /user/oidc/<slug>/start      the sign-in page's button: a flow for this browser, then the provider
  *   GET  /user/oidc/<slug>/callback   the redirect URI: checks the answer (services/oidc/client.ts), finds the account
  *   GET  /user/oidc/link              a new identity whose verified email an account has: confirm with its password
  *   POST /user/oidc/link
@@ -73,9 +73,9 @@ async function enabledProvider(c: Context<WebEnv>): Promise<OidcProvider> {
 }
 
 export function register(web: Hono<WebEnv>) {
-  web.post("/oidc/:slug/start", requireThisSite, async (c) => {
+  web.get("/oidc/:slug/start", async (c) => {
     const provider = await enabledProvider(c);
-    const next = safeNext(formField(await readForm(c), "next") || undefined);
+    const next = safeNext(c.req.query("next"));
     try {
       const url = await beginSignIn(c.get("deps"), provider, ensureBrowserSecret(c), next);
       return c.redirect(url.href, 303);
