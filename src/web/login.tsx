@@ -75,7 +75,7 @@ function LoginPage({ login = "", next, error, info, registration, providers, pas
       {providers.length > 0 && <p class="narrow muted or">{t("oidc.or")}</p>}
       <ProviderButtons providers={providers} next={next} />
       <p class="narrow">
-        <a href={`${BASE}/forgot`}>{t("mail.forgot.link")}</a>
+        <a href={`${BASE}/forgot`}>{t("mail.forgot.link")}</a> · <a href={`${BASE}/login/passkey`}>{t("security.passkeys.signIn")}</a>
       </p>
       <p class="narrow muted">
         {registration ? rich("auth.noAccountOpen", { a: (chunks) => <a href={`${BASE}/register`}>{chunks}</a> }) : t("auth.noAccountClosed")}

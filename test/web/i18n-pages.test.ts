@@ -75,6 +75,8 @@ describe("every page in zh-CN", () => {
       ["/user/tokens", "/user/tokens", true],
       ["/user/integrations", "/user/integrations", true],
       ["/user/account", "/user/account", true],
+      ["/user/security", "/user/security", true],
+      ["/user/login/passkey", "/user/login/passkey", false],
       ["/user/webhooks", "/user/webhooks", true],
       ["/user/admin", "/user/admin", true],
       ["/user/admin/users", "/user/admin/users", true],

@@ -206,6 +206,12 @@ export function AccountPage({ signedIn, shown, sessions }: { signedIn: SignedIn;
           </button>
         </form>
       </Card>
+      <Card id="security" title={t("security.title")} narrow>
+        <p class="muted">{t("security.intro")}</p>
+        <p>
+          <a href={`${BASE}/security`}>{t("security.manage")}</a>
+        </p>
+      </Card>
       <Preferences signedIn={signedIn} />
       <Sessions signedIn={signedIn} sessions={sessions} />
     </Layout>

@@ -3,6 +3,7 @@ export default {
   "security.title": "Sign-in security",
   "security.nav": "Sign-in security",
   "security.intro": "A second factor keeps your account safe when your password leaks: an authenticator app's codes, or a passkey.",
+  "security.manage": "Authenticator app, recovery codes and passkeys",
   "security.required": "This site requires a second factor for your account: set one up to finish signing in.",
   "security.step.title": "Second factor",
   "security.step.intro": "Your password was right. Now prove it is you with your second factor.",

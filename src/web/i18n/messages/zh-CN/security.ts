@@ -5,6 +5,7 @@ export default {
   "security.title": "登录安全",
   "security.nav": "登录安全",
   "security.intro": "即使密码泄露，第二重验证也能保护你的账户：可以用身份验证器应用的验证码，或者通行密钥。",
+  "security.manage": "身份验证器应用、恢复码和通行密钥",
   "security.required": "本站要求你的账户使用第二重验证：请先设置一种，才能完成登录。",
   "security.step.title": "第二重验证",
   "security.step.intro": "密码正确。现在请用第二重验证证明是你本人。",
