@@ -589,6 +589,6 @@ describe("100,000 images", () => {
     }
     const page = await admin.visitor.get(`/user/admin/images?user=${owners[1]!.username}&per_page=100&page=50`);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain("33334 images, newest first, filtered");
+    expect(await page.text()).toContain("33,334 images, newest first, filtered");
   }, 180_000);
 });

@@ -27,7 +27,6 @@ const NOT_CONVERTED = new Set([
   "/user/admin/groups",
   "/user/admin/strategies",
   "/user/admin/settings",
-  "/user/admin/maintenance",
 ]);
 
 /** English texts of the catalog whose Chinese differs (a name or a unit is the same in both, and allowed). */

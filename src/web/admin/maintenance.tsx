@@ -4,11 +4,11 @@
  * location, then apply it ({dry_run: false}) and read what was done. Both runs are the admin API's, audited as such.
  */
 import type { Context, Hono } from "hono";
-import { AppError, errorStatus, type ErrorCode } from "../../errors.ts";
+import { AppError, type ErrorCode, errorStatus } from "../../errors.ts";
 import { parseDateTime } from "../../http/time.ts";
 import { QUARANTINE_DAYS, REPORT_LIST_LIMIT } from "../../services/reconcile/index.ts";
-import { UtcTime } from "../components/index.ts";
-import { FormToken, Notice } from "../components/index.ts";
+import { Card, durationText, FormToken, Notice, UtcTime } from "../components/index.ts";
+import { num, rich, t } from "../i18n/index.ts";
 import { requireAdminSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi, type ApiAnswer } from "./api.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
@@ -41,35 +41,19 @@ interface Report {
   locations: LocationReport[];
 }
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
-function graceText(seconds: number) {
-  if (seconds % 3600 === 0) return plural(seconds / 3600, "hour");
-  if (seconds % 60 === 0) return plural(seconds / 60, "minute");
-  return plural(seconds, "second");
-}
+const strong = (chunks: unknown) => <strong>{chunks}</strong>;
+const code = (chunks: unknown) => <code>{chunks}</code>;
 
 function Explanation({ graceSeconds }: { graceSeconds?: number }) {
-  const grace = graceSeconds === undefined ? "the grace period (an hour)" : `the grace period (${graceText(graceSeconds)})`;
+  const grace = graceSeconds === undefined ? t("admin.maintenance.graceDefault") : durationText(graceSeconds);
   return (
-    <section class="card" aria-labelledby="about">
-      <h2 id="about">Reconcile the storage with the records</h2>
-      <p>
-        The reconciler lists every storage location and compares its objects with the image records. It runs on its own at start and at every interval; here you
-        can run it now.
-      </p>
+    <Card id="about" title={t("admin.maintenance.about")}>
+      <p>{t("admin.maintenance.about.text")}</p>
       <ul>
-        <li>
-          A <strong>dry run</strong> only reports: nothing is moved or deleted.
-        </li>
-        <li>
-          <strong>Applying</strong> moves every orphan (an object no record names) older than {grace} to the quarantine, <code>.quarantine/&lt;date&gt;/</code>{" "}
-          on the same storage, where it is kept {QUARANTINE_DAYS} days before a later run deletes it (move it back to undo). Temporary files of abandoned
-          uploads older than the grace period are deleted. Records whose object is missing are only reported, never deleted. Younger objects may be uploads in
-          progress and are left alone.
-        </li>
+        <li>{rich("admin.maintenance.about.dry", { strong })}</li>
+        <li>{rich("admin.maintenance.about.apply", { strong, code, grace, days: QUARANTINE_DAYS, quarantine: ".quarantine/<date>/" })}</li>
       </ul>
-    </section>
+    </Card>
   );
 }
 
@@ -77,21 +61,10 @@ function RunForm({ signedIn, apply }: { signedIn: SignedIn; apply: boolean }) {
   return (
     <form method="post" action={`${PAGE}/${apply ? "apply" : "dry-run"}`} class="card">
       <FormToken signedIn={signedIn} />
-      {apply ? (
-        <>
-          <p>
-            Apply runs the reconciler again, for real: what it finds then (uploads and deletes may have happened since this dry run) is moved to the quarantine
-            or deleted as described above.
-          </p>
-          <button type="submit" class="danger">
-            Apply: quarantine the orphans
-          </button>
-        </>
-      ) : (
-        <button type="submit" class="primary">
-          Run a dry run
-        </button>
-      )}
+      {apply && <p>{t("admin.maintenance.apply.text")}</p>}
+      <button type="submit" class={apply ? "danger" : "primary"}>
+        {t(apply ? "admin.maintenance.apply" : "admin.maintenance.dryRun")}
+      </button>
     </form>
   );
 }
@@ -103,12 +76,7 @@ function Listed({ id, title, count, children }: { id: string; title: string; cou
     <>
       <h4 id={id}>
         {title}
-        {children.length < count && (
-          <span class="muted small">
-            {" "}
-            (the first {children.length} of {count})
-          </span>
-        )}
+        {children.length < count && <span class="muted small"> {t("admin.maintenance.firstOf", { shown: children.length, count })}</span>}
       </h4>
       <ul class="report-list" aria-labelledby={id}>
         {children}
@@ -120,51 +88,49 @@ function Listed({ id, title, count, children }: { id: string; title: string; cou
 function LocationSection({ location, index, dryRun }: { location: LocationReport; index: number; dryRun: boolean }) {
   const id = `location-${index + 1}`;
   const names = location.strategies.map((s) => `${s.name} (#${s.id})`).join(", ");
-  const rows: [string, string][] = [
-    ["Objects scanned", String(location.objects_scanned)],
-    ["Younger than the grace period (not judged yet)", String(location.recent_objects)],
-    ["Not written by this service (never removed)", String(location.unrecognised_objects)],
-    ["Orphans found", String(location.orphans_found)],
-    ...(!dryRun ? ([["Orphans moved to the quarantine", String(location.orphans_removed)]] as [string, string][]) : []),
-    ["Temporary files (parts) found", String(location.parts_found)],
-    ...(!dryRun ? ([["Temporary files deleted", String(location.parts_removed)]] as [string, string][]) : []),
-    ["Records missing an object", String(location.records_missing_object)],
-    ["Errors", String(location.errors.length)],
+  const rows: [string, number, boolean?][] = [
+    ["scanned", location.objects_scanned],
+    ["recent", location.recent_objects],
+    ["unrecognised", location.unrecognised_objects],
+    ["orphans", location.orphans_found],
+    ["quarantined", location.orphans_removed, !dryRun],
+    ["parts", location.parts_found],
+    ["partsRemoved", location.parts_removed, !dryRun],
+    ["missing", location.records_missing_object],
+    ["errors", location.errors.length],
   ];
   return (
     <section class="card report-location" aria-labelledby={id}>
-      <h3 id={id}>
-        Location {index + 1}: {location.driver === "s3" ? "S3 bucket" : "local folder"}
-      </h3>
+      <h3 id={id}>{t("admin.maintenance.location", { n: index + 1, driver: location.driver })}</h3>
       <p>
-        <span class="muted">Strategies:</span> {names || "none"}
+        <span class="muted">{t("admin.maintenance.strategies")}</span> {names || t("admin.none")}
       </p>
       <table class="settings report-counts">
-        <caption class="visually-hidden">Counts of location {index + 1}</caption>
+        <caption class="visually-hidden">{t("admin.maintenance.counts", { n: index + 1 })}</caption>
         <tbody>
-          {rows.map(([label, value]) => (
-            <tr>
-              <th scope="row">{label}</th>
-              <td>{value}</td>
-            </tr>
-          ))}
+          {rows
+            .filter(([, , shown]) => shown !== false)
+            .map(([row, value]) => (
+              <tr>
+                <th scope="row">{t(`admin.maintenance.row.${row}` as "admin.maintenance.row.scanned")}</th>
+                <td>{num(value)}</td>
+              </tr>
+            ))}
         </tbody>
       </table>
-      <Listed id={`${id}-orphans`} title={dryRun ? "Orphans (would be quarantined)" : "Orphans"} count={location.orphans_found}>
+      <Listed id={`${id}-orphans`} title={t(dryRun ? "admin.maintenance.list.orphansDry" : "admin.maintenance.list.orphans")} count={location.orphans_found}>
         {location.orphans.map((path) => (
           <li>
             <code>{path}</code>
           </li>
         ))}
       </Listed>
-      <Listed id={`${id}-missing`} title="Records missing an object" count={location.records_missing_object}>
+      <Listed id={`${id}-missing`} title={t("admin.maintenance.list.missing")} count={location.records_missing_object}>
         {location.missing_objects.map((m) => (
-          <li>
-            image <code>{m.key}</code>: <code>{m.path}</code>
-          </li>
+          <li>{rich("admin.maintenance.missingItem", { code, key: m.key, path: m.path })}</li>
         ))}
       </Listed>
-      <Listed id={`${id}-errors`} title="Errors" count={location.errors.length}>
+      <Listed id={`${id}-errors`} title={t("admin.maintenance.list.errors")} count={location.errors.length}>
         {location.errors.map((e) => (
           <li>{e}</li>
         ))}
@@ -174,48 +140,30 @@ function LocationSection({ location, index, dryRun }: { location: LocationReport
 }
 
 function ReportView({ report }: { report: Report }) {
+  if (report.skipped) return <Notice kind="info">{t("admin.maintenance.skipped")}</Notice>;
   const started = parseDateTime(report.started_at);
   const sum = (f: (l: LocationReport) => number) => report.locations.reduce((n, l) => n + f(l), 0);
-  if (report.skipped) {
-    return <Notice kind="info">Another reconciliation was running (on this or another instance): nothing was scanned. Try again in a moment.</Notice>;
-  }
+  const errors = sum((l) => l.errors.length);
+  const parts = [
+    t("admin.maintenance.sum.seconds", { seconds: Math.round(report.duration_ms / 100) / 10 }),
+    t("admin.maintenance.sum.locations", { count: report.locations.length }),
+    t("admin.maintenance.sum.scanned", { count: sum((l) => l.objects_scanned) }),
+    t("admin.maintenance.sum.orphans", { count: sum((l) => l.orphans_found) }),
+    ...(report.dry_run ? [] : [t("admin.maintenance.sum.quarantined", { count: sum((l) => l.orphans_removed) })]),
+    t("admin.maintenance.sum.missing", { count: sum((l) => l.records_missing_object) }),
+    ...(errors > 0 ? [t("admin.maintenance.sum.errors", { count: errors })] : []),
+  ];
   return (
     <section aria-labelledby="report">
-      <h2 id="report">{report.dry_run ? "Dry run report" : "Report of the applied run"}</h2>
+      <h2 id="report">{t(report.dry_run ? "admin.maintenance.report.dry" : "admin.maintenance.report.applied")}</h2>
       <p class="muted" data-testid="summary">
-        {started ? <UtcTime at={started} /> : report.started_at} · {(report.duration_ms / 1000).toFixed(1)} s · {plural(report.locations.length, "location")} ·{" "}
-        {plural(
-          sum((l) => l.objects_scanned),
-          "object",
-        )}{" "}
-        scanned ·{" "}
-        {plural(
-          sum((l) => l.orphans_found),
-          "orphan",
-        )}{" "}
-        found
-        {!report.dry_run && <> · {sum((l) => l.orphans_removed)} quarantined</>} ·{" "}
-        {plural(
-          sum((l) => l.records_missing_object),
-          "record",
-        )}{" "}
-        missing an object
-        {sum((l) => l.errors.length) > 0 && (
-          <>
-            {" "}
-            ·{" "}
-            {plural(
-              sum((l) => l.errors.length),
-              "error",
-            )}
-          </>
-        )}
+        {started ? <UtcTime at={started} /> : report.started_at} · {parts.join(" · ")}
       </p>
-      {report.locations.length === 0 && <p class="card">No storage location to scan.</p>}
+      {report.locations.length === 0 && <p class="card">{t("admin.maintenance.noLocation")}</p>}
       {report.locations.map((location, index) => (
         <LocationSection location={location} index={index} dryRun={report.dry_run} />
       ))}
-      <p class="muted small">Lists show at most {REPORT_LIST_LIMIT} entries each; the counts are complete.</p>
+      <p class="muted small">{t("admin.maintenance.listLimit", { limit: REPORT_LIST_LIMIT })}</p>
     </section>
   );
 }
@@ -223,7 +171,7 @@ function ReportView({ report }: { report: Report }) {
 /** An API failure as the page's error (its status and message). */
 function apiFailure(answer: ApiAnswer): AppError {
   const code = (Object.entries(errorStatus).find(([, status]) => status === answer.status)?.[0] ?? "internal") as ErrorCode;
-  return new AppError(code, answer.message || "The admin API refused.");
+  return new AppError(code, answer.message || t("admin.apiRefused"));
 }
 
 async function run(c: Context<SignedInEnv>, dryRun: boolean) {
@@ -232,8 +180,8 @@ async function run(c: Context<SignedInEnv>, dryRun: boolean) {
   if (!answer.ok) throw apiFailure(answer);
   const report = answer.data;
   return c.html(
-    <AdminLayout title="Maintenance" signedIn={signedIn} section="maintenance">
-      {!report.dry_run && !report.skipped && <Notice kind="success">The reconciler ran for real: the report below says what it moved and deleted.</Notice>}
+    <AdminLayout title={t("admin.maintenance.title")} signedIn={signedIn} section="maintenance">
+      {!report.dry_run && !report.skipped && <Notice kind="success">{t("admin.maintenance.ranForReal")}</Notice>}
       <ReportView report={report} />
       {report.dry_run && !report.skipped && <RunForm signedIn={signedIn} apply={true} />}
       <Explanation graceSeconds={report.grace_seconds} />
@@ -245,7 +193,7 @@ async function run(c: Context<SignedInEnv>, dryRun: boolean) {
 export function register(web: Hono<WebEnv>) {
   web.get("/admin/maintenance", requireAdminSession, (c) =>
     c.html(
-      <AdminLayout title="Maintenance" signedIn={c.get("signedIn")} section="maintenance">
+      <AdminLayout title={t("admin.maintenance.title")} signedIn={c.get("signedIn")} section="maintenance">
         <Explanation />
         <RunForm signedIn={c.get("signedIn")} apply={false} />
       </AdminLayout>,

@@ -18,6 +18,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminMaintenance from "./admin-maintenance.ts";
 import adminOverview from "./admin-overview.ts";
 import adminImages from "./admin-images.ts";
 import adminUsers from "./admin-users.ts";
@@ -40,6 +41,7 @@ export const en = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminMaintenance,
   ...adminOverview,
   ...adminImages,
   ...adminUsers,
