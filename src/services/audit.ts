@@ -17,7 +17,7 @@ export interface Actor {
 
 export const TOKEN_ACTOR = "ADMIN_TOKEN";
 
-/** Field names whose values never reach the log. */
+/** Field names whose values never reach the log (a switch such as password_sign_in is no secret: its true or false does). */
 const SECRET = /password|secret|token|access_key/i;
 /** A logged request body is cut at this many characters of JSON. */
 const DETAIL_MAX = 4000;
@@ -29,7 +29,7 @@ export function auditDetail(body: unknown): Record<string, unknown> {
     if (value === null || typeof value !== "object") return value;
     if (depth > 3) return "…";
     if (Array.isArray(value)) return value.slice(0, 50).map((v) => redact(v, depth + 1));
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET.test(k) && v !== null ? "(set)" : redact(v, depth + 1)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET.test(k) && v !== null && typeof v !== "boolean" ? "(set)" : redact(v, depth + 1)]));
   };
   const detail = redact(body) as Record<string, unknown>;
   const text = JSON.stringify(detail);

@@ -714,13 +714,16 @@ describe("settings", () => {
       api_enabled: "1",
       guest_upload_enabled: before.guest_upload_enabled ? "" : "1",
       registration_enabled: before.registration_enabled ? "" : "1",
+      password_sign_in: "1",
     });
     expect([res.status, location(res)]).toEqual([303, "/user/admin/settings?done=saved"]);
     expect(await ctx.admin("GET", "/api/admin/settings")).toEqual({
       api_enabled: true,
       guest_upload_enabled: !before.guest_upload_enabled,
       registration_enabled: !before.registration_enabled,
-      // the site's identity, untouched by a form that does not send it
+      password_sign_in: true,
+      // the second factor and the site's identity, untouched by a form that does not send them
+      require_second_factor: before.require_second_factor,
       site_name: "",
       site_logo: null,
       site_favicon: null,
@@ -728,7 +731,12 @@ describe("settings", () => {
       default_locale: "en",
     });
     const entry = await expectAudited("PATCH /api/admin/settings", admin);
-    expect(entry.detail).toEqual({ api_enabled: true, guest_upload_enabled: !before.guest_upload_enabled, registration_enabled: !before.registration_enabled });
+    expect(entry.detail).toEqual({
+      api_enabled: true,
+      guest_upload_enabled: !before.guest_upload_enabled,
+      registration_enabled: !before.registration_enabled,
+      password_sign_in: true,
+    });
     const page = await (await admin.visitor.get("/user/admin/settings?done=saved")).text();
     expect(page).toContain("Settings saved.");
     expect(page).toMatch(/name="api_enabled" value="1" checked=""/);

@@ -26,7 +26,6 @@ const Visitor = visitorClass(
 const NOT_CONVERTED = new Set([
   "/user/admin/groups",
   "/user/admin/strategies",
-  "/user/admin/settings",
 ]);
 
 /** English texts of the catalog whose Chinese differs (a name or a unit is the same in both, and allowed). */

@@ -16,6 +16,7 @@ import mail from "./mail.ts";
 import adminAudit from "./admin-audit.ts";
 import adminGroups from "./admin-groups.ts";
 import adminStrategies from "./admin-strategies.ts";
+import adminSettings from "./admin-settings.ts";
 import adminMaintenance from "./admin-maintenance.ts";
 import adminOverview from "./admin-overview.ts";
 import adminImages from "./admin-images.ts";
@@ -39,6 +40,7 @@ export const zhCN: Record<MessageKey, string> = {
   ...adminAudit,
   ...adminGroups,
   ...adminStrategies,
+  ...adminSettings,
   ...adminMaintenance,
   ...adminOverview,
   ...adminImages,
