@@ -424,3 +424,109 @@ describe("provider-only sign-in", () => {
     expect((await ctx.admin("GET", "/api/admin/settings")).password_sign_in).toBe(true);
   });
 });
+
+describe("the admin page of providers", () => {
+  let admin: Browser;
+  let formToken: string;
+  const adminPost = (path: string, fields: Record<string, string>) => admin.post(path, { _csrf: formToken, ...fields });
+
+  beforeAll(async () => {
+    const made = await ctx.admin("POST", "/api/admin/users", { username: "root", email: "root@example.com", role: "admin" });
+    await ctx.admin("PATCH", `/api/admin/users/${made.id}`, { password: PASSWORD });
+    admin = new Browser();
+    expect((await admin.post("/user/login", { login: "root", password: PASSWORD })).status).toBe(303);
+    const page = await (await admin.get("/user/admin/sign-in")).text();
+    formToken = /<meta name="csrf-token" content="([^"]+)"/.exec(page)![1]!;
+  });
+
+  test("lists the providers with their redirect URI, adds, changes and removes one through the admin API", async () => {
+    const page = await (await admin.get("/user/admin/sign-in")).text();
+    expect(page).toContain("Sign in with Corp");
+    expect(page).toContain(`${BASE_URL}/user/oidc/corp/callback`);
+    expect(page).not.toContain(idp.clientSecret);
+
+    const refused = await adminPost("/user/admin/sign-in", {
+      label: "Bad",
+      slug: "bad",
+      issuer: "http://auth.example.com",
+      client_id: "x",
+      scopes: "openid",
+      username_claim: "preferred_username",
+      email_claim: "email",
+    });
+    expect(refused.status).toBe(422);
+    expect(await refused.text()).toContain("it must use https");
+
+    const made = await adminPost("/user/admin/sign-in", {
+      label: "Keycloak",
+      slug: "keycloak",
+      issuer: "https://sso.example.com/realms/home",
+      client_id: "images",
+      client_secret: "kc-secret",
+      scopes: "openid  profile email",
+      username_claim: "preferred_username",
+      email_claim: "email",
+      groups_claim: "realm_access.roles",
+      admin_group: "image-admin",
+      group_map: `family = ${ctx.defaultGroupId}`,
+      enabled: "1",
+    });
+    expect(made.status, await made.clone().text()).toBe(303);
+    const editUrl = made.headers.get("location")!;
+    const { providers } = await ctx.admin("GET", "/api/admin/oidc-providers");
+    const kc = providers.find((p: { slug: string }) => p.slug === "keycloak");
+    expect(kc).toMatchObject({
+      label: "Keycloak",
+      issuer: "https://sso.example.com/realms/home",
+      client_secret_set: true,
+      scopes: "openid profile email",
+      groups_claim: "realm_access.roles",
+      admin_group: "image-admin",
+      group_map: [{ value: "family", group_id: ctx.defaultGroupId }],
+      auto_provision: false,
+      enabled: true,
+    });
+    const edit = await (await admin.get(editUrl)).text();
+    expect(edit).toContain("Provider saved.");
+    expect(edit).not.toContain("kc-secret");
+
+    // an empty secret field keeps the secret
+    const changed = await adminPost(`/user/admin/sign-in/${kc.id}`, {
+      label: "Keycloak (home)",
+      slug: "keycloak",
+      issuer: kc.issuer,
+      client_id: "images",
+      client_secret: "",
+      scopes: "openid profile email",
+      username_claim: "preferred_username",
+      email_claim: "email",
+      groups_claim: "",
+      admin_group: "",
+      group_map: "",
+    });
+    expect(changed.status).toBe(303);
+    expect(await ctx.admin("GET", `/api/admin/oidc-providers/${kc.id}`)).toMatchObject({
+      label: "Keycloak (home)",
+      client_secret_set: true,
+      groups_claim: null,
+      admin_group: null,
+      group_map: [],
+      enabled: false,
+    });
+
+    const removed = await adminPost(`/user/admin/sign-in/${kc.id}/delete`, { confirmed: "1" });
+    expect(removed.status).toBe(303);
+    const gone = await ctx.json(`/api/admin/oidc-providers/${kc.id}`, { headers: { authorization: "Bearer test-admin-token-0123456789" } });
+    expect(gone.status).toBe(404);
+  });
+
+  test("the Settings page switches password sign-in", async () => {
+    const page = await (await admin.get("/user/admin/settings")).text();
+    expect(page).toContain('name="password_sign_in"');
+    const saved = await adminPost("/user/admin/settings", { api_enabled: "1", registration_enabled: "", guest_upload_enabled: "" });
+    expect(saved.status).toBe(303);
+    expect((await ctx.admin("GET", "/api/admin/settings")).password_sign_in).toBe(false);
+    await adminPost("/user/admin/settings", { api_enabled: "1", password_sign_in: "1" });
+    expect((await ctx.admin("GET", "/api/admin/settings")).password_sign_in).toBe(true);
+  });
+});

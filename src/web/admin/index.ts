@@ -13,6 +13,7 @@ import * as mail from "./mail.tsx";
 import * as maintenance from "./maintenance.tsx";
 import * as overview from "./overview.tsx";
 import * as settings from "./settings.tsx";
+import * as signIn from "./sign-in.tsx";
 import * as strategies from "./strategies.tsx";
 import * as users from "./users.tsx";
 import * as webhooks from "./webhooks.tsx";
@@ -23,6 +24,7 @@ export function register(web: Hono<WebEnv>) {
   groups.register(web);
   strategies.register(web);
   settings.register(web);
+  signIn.register(web);
   mail.register(web);
   invitations.register(web);
   images.register(web);

@@ -6,7 +6,18 @@ import { BASE, type SignedIn } from "../session.ts";
 
 export const ADMIN = `${BASE}/admin`;
 
-export type AdminSection = "overview" | "users" | "groups" | "strategies" | "settings" | "invitations" | "images" | "maintenance" | "webhooks" | "audit";
+export type AdminSection =
+  | "overview"
+  | "users"
+  | "groups"
+  | "strategies"
+  | "settings"
+  | "signIn"
+  | "invitations"
+  | "images"
+  | "maintenance"
+  | "webhooks"
+  | "audit";
 
 const sections: { id: AdminSection; href: string }[] = [
   { id: "overview", href: ADMIN },
@@ -14,6 +25,7 @@ const sections: { id: AdminSection; href: string }[] = [
   { id: "groups", href: `${ADMIN}/groups` },
   { id: "strategies", href: `${ADMIN}/strategies` },
   { id: "settings", href: `${ADMIN}/settings` },
+  { id: "signIn", href: `${ADMIN}/sign-in` },
   { id: "invitations", href: `${ADMIN}/invitations` },
   { id: "images", href: `${ADMIN}/images` },
   { id: "maintenance", href: `${ADMIN}/maintenance` },
