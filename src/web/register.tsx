@@ -13,13 +13,13 @@ import { AppError, notFound } from "../errors.ts";
 import { accountGate, addressBucket, clientIp, currentSettings, siteGate } from "../http/auth.ts";
 import { FailedAuthThrottle, type Reservation } from "../http/throttle.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
-import { startSession } from "../services/sessions.ts";
 import { chargeInvitation, findLiveInvitation } from "../services/invitations.ts";
 import { queueEmailVerification } from "./mail/send.ts";
 import { formField, readForm } from "./form.ts";
 import { Field, FieldError, Layout, Notice } from "./components/index.ts";
 import { rich, t } from "./i18n/index.ts";
-import { BASE, requireThisSite, setSessionCookie, type WebEnv } from "./session.ts";
+import { BASE, requireThisSite, type WebEnv } from "./session.ts";
+import { completeSignIn } from "./sign-in.ts";
 
 /** Accounts one address (an IPv6 /64 counting as one) may create: 5 at once, then one every 12 minutes. */
 const REGISTRATIONS_PER_ADDRESS = { burst: 5, perMinute: 1 / 12 };
@@ -189,12 +189,8 @@ export function register(web: Hono<WebEnv>) {
       return c.html(<RegisterPage username={username} email={email} invite={invite} inviteGroup={inviteGroup} errors={{ form }} />, 422);
     }
     accountGate(user, group); // a disabled default group: the account exists, and the error page says why it cannot sign in
-    const { secret } = await startSession(deps.db, user.id, address, deps.clock(), c.req.header("user-agent"));
-    setSessionCookie(c, secret);
-    if (!user.emailVerified) {
-      queueEmailVerification(deps, user.id);
-      return c.redirect(`${BASE}/verify`, 303);
-    }
-    return c.redirect(`${BASE}/dashboard?welcome`, 303);
+    if (!user.emailVerified) queueEmailVerification(deps, user.id);
+    // through the sign-in core: where the site requires a second factor, the new account sets one up first
+    return completeSignIn(c, user, "password", { next: user.emailVerified ? `${BASE}/dashboard?welcome` : `${BASE}/verify` });
   });
 }

@@ -57,8 +57,11 @@ function setPendingCookie<E extends WebEnv>(c: Context<E>, secret: string) {
   });
 }
 
-const clearPendingCookie = <E extends WebEnv>(c: Context<E>) =>
+/** Clears the pending sign-in's cookie when the browser sent one (once per answer: no stray Set-Cookie otherwise). */
+function clearPendingCookie<E extends WebEnv>(c: Context<E>) {
+  if (getCookie(c, PENDING_COOKIE) === undefined || c.res.headers.getSetCookie().some((v) => v.startsWith(`${PENDING_COOKIE}=`))) return;
   deleteCookie(c, PENDING_COOKIE, { path: BASE, secure: isHttps(c), httpOnly: true, sameSite: "Lax" });
+}
 
 /** This browser's live pending sign-in, or null (a stale cookie is cleared). */
 export async function pendingSignInOf<E extends WebEnv>(c: Context<E>): Promise<PendingSignIn | null> {

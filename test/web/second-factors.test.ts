@@ -69,7 +69,7 @@ async function newUser(overrides: Record<string, unknown> = {}) {
 async function signedIn(username: string) {
   const browser = new Browser();
   const res = await browser.signIn(username);
-  expect(res.status).toBe(303);
+  expect(res.status, await res.clone().text()).toBe(303);
   expect(res.headers.get("location")).toBe("/user/dashboard");
   expect((await browser.get("/user/security")).status).toBe(200);
   return browser;
@@ -324,6 +324,26 @@ describe("a second factor required by the site", () => {
     }
   });
 
+  test("a sign-up is led to enrol too", async () => {
+    await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "everyone", registration_enabled: true });
+    ctx.advance(2_000);
+    try {
+      const browser = new Browser();
+      const res = await browser.post(
+        "/user/register",
+        { username: `new${Date.now() % 100000}`, email: `new${Date.now() % 100000}@example.com`, password: PASSWORD, password_again: PASSWORD },
+        false,
+      );
+      expect(res.status, await res.clone().text()).toBe(303);
+      expect(res.headers.get("location")).toBe("/user/login/enrol");
+      expect(browser.jar.has("ih_session")).toBe(false);
+      expect(browser.jar.has("ih_signin")).toBe(true);
+    } finally {
+      await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "off", registration_enabled: false });
+      ctx.advance(2_000);
+    }
+  });
+
   test("the setting refuses anything but off, admins and everyone", async () => {
     const res = await ctx.json("/api/admin/settings", {
       method: "PATCH",
@@ -342,10 +362,10 @@ describe("the admin Settings page", () => {
     const page = await (await browser.get("/user/admin/settings")).text();
     expect(page).toContain('name="require_second_factor"');
     expect(page).toContain('<option value="off" selected="">');
-    const saved = await browser.post("/user/admin/settings", { api_enabled: "1", require_second_factor: "admins" });
+    const saved = await browser.post("/user/admin/settings", { api_enabled: "1", password_sign_in: "1", require_second_factor: "admins" });
     expect(saved.status).toBe(303);
     expect((await ctx.admin("GET", "/api/admin/settings")).require_second_factor).toBe("admins");
-    const refused = await browser.post("/user/admin/settings", { api_enabled: "1", require_second_factor: "sometimes" });
+    const refused = await browser.post("/user/admin/settings", { api_enabled: "1", password_sign_in: "1", require_second_factor: "sometimes" });
     expect(refused.status).toBe(422);
     expect(await refused.text()).toContain('id="settings-require_second_factor-error"');
     expect((await ctx.admin("PATCH", "/api/admin/settings", { require_second_factor: "off" })).require_second_factor).toBe("off");
