@@ -3,8 +3,8 @@
  * dependencies) copied into src/web/assets/vendor/simplewebauthn/ with its licence and version, and served by the
  * pages themselves: no CDN. The package is a devDependency; after upgrading it, run this.
  *
- *   bun run scripts/vendor-simplewebauthn.ts            copies the bundle, LICENSE.md and VERSION
- *   bun run scripts/vendor-simplewebauthn.ts --check    writes nothing; exits 1 when the vendored files differ
+ *   bun run vendor:simplewebauthn            copies the bundle, LICENSE.md and VERSION
+ *   bun run vendor:simplewebauthn --check    writes nothing; exits 1 when the vendored files differ
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -28,7 +28,7 @@ const files = expected();
 if (process.argv.includes("--check")) {
   const stale = Object.entries(files).filter(([name, body]) => !existsSync(join(VENDOR_DIR, name)) || readFileSync(join(VENDOR_DIR, name), "utf8") !== body);
   if (stale.length > 0) {
-    console.error(`vendored ${PACKAGE} differs from the installed package: ${stale.map(([n]) => n).join(", ")}; run bun run scripts/vendor-simplewebauthn.ts`);
+    console.error(`vendored ${PACKAGE} differs from the installed package: ${stale.map(([n]) => n).join(", ")}; run bun run vendor:simplewebauthn`);
     process.exit(1);
   }
   console.log(`vendored ${PACKAGE} ${files.VERSION!.trim()} matches`);
