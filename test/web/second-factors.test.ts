@@ -25,7 +25,10 @@ let addressSeq = 0;
 class Browser {
   jar = new Map<string, string>();
   formToken: string | undefined;
-  constructor(readonly address = `198.51.100.${++addressSeq}`) {}
+  constructor(
+    readonly address = `198.51.100.${++addressSeq}`,
+    readonly site: () => TestContext = () => ctx,
+  ) {}
   private headers(extra: Record<string, string> = {}) {
     const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join("; ");
     return { accept: "text/html", "x-forwarded-for": this.address, ...(cookie ? { cookie } : {}), ...extra };
@@ -40,14 +43,14 @@ class Browser {
     }
   }
   async get(path: string) {
-    const res = await ctx.request(path, { headers: this.headers(), redirect: "manual" });
+    const res = await this.site().request(path, { headers: this.headers(), redirect: "manual" });
     this.keep(res);
     if (res.headers.get("content-type")?.includes("text/html")) this.formToken = formTokenIn(await res.clone().text()) ?? this.formToken;
     return res;
   }
   async post(path: string, fields: Record<string, string> = {}, withToken = true) {
     const body = new URLSearchParams({ ...(withToken && this.formToken ? { _csrf: this.formToken } : {}), ...fields });
-    const res = await ctx.request(path, {
+    const res = await this.site().request(path, {
       method: "POST",
       headers: this.headers({ "content-type": "application/x-www-form-urlencoded", origin: BASE_URL }),
       body: body.toString(),
@@ -401,5 +404,43 @@ describe("the emergency path", () => {
     });
     const missing = await ctx.json("/api/admin/users/999999/second-factors", { method: "DELETE", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(missing.status).toBe(404);
+  });
+});
+
+describe("the per-address throttle", () => {
+  test("wrong codes spend the address's failed-authentication bucket: 429 there, another address goes on", async () => {
+    // a site whose address bucket holds 3 failures (the other tests lift it)
+    const small = await createTestContext({ authFailures: { burst: 3, perMinute: 1 } });
+    try {
+      const users = [await small.createUser({ password: PASSWORD }), await small.createUser({ password: PASSWORD })];
+      const secrets: string[] = [];
+      for (const user of users) {
+        const setup = new Browser("192.0.2.10", () => small);
+        expect((await setup.signIn(user.username)).status).toBe(303);
+        await setup.get("/user/security");
+        const html = await (await setup.post("/user/security/totp/start")).text();
+        const secret = /value="([A-Z2-7]{32})"/.exec(html)?.[1] ?? /id="totp-secret"[^>]*>([A-Z2-7]+)</.exec(html)![1]!;
+        expect((await setup.post("/user/security/totp/confirm", { code: codeAt(secret, small.now()) })).status).toBe(200);
+        secrets.push(secret);
+      }
+      small.advance(30_000);
+      const wrong = (secret: string) => codeAt(secret, new Date(small.now().getTime() + 3_600_000));
+      // one address, two accounts: three wrong codes spend it
+      const [a, b] = [new Browser("203.0.113.77", () => small), new Browser("203.0.113.77", () => small)];
+      await a.signIn(users[0]!.username);
+      await b.signIn(users[1]!.username);
+      expect((await a.post("/user/login/second-factor/totp", { code: wrong(secrets[0]!) })).status).toBe(401);
+      expect((await b.post("/user/login/second-factor/totp", { code: wrong(secrets[1]!) })).status).toBe(401);
+      expect((await a.post("/user/login/second-factor/totp", { code: wrong(secrets[0]!) })).status).toBe(401);
+      const refused = await b.post("/user/login/second-factor/totp", { code: codeAt(secrets[1]!, small.now()) });
+      expect(refused.status).toBe(429);
+      expect(b.jar.has("ih_session")).toBe(false);
+      // another address signs the second account in with its code
+      const elsewhere = new Browser("203.0.113.78", () => small);
+      await elsewhere.signIn(users[1]!.username);
+      expect((await elsewhere.post("/user/login/second-factor/totp", { code: codeAt(secrets[1]!, small.now()) })).status).toBe(303);
+    } finally {
+      await small.close();
+    }
   });
 });
