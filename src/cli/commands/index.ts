@@ -5,6 +5,7 @@ import { backupCommands } from "./backup.ts";
 import { databaseCommands } from "./database.ts";
 import { groupCommands } from "./group.ts";
 import { imageCommands } from "./images.ts";
+import { oidcCommands } from "./oidc.ts";
 import { importCommands } from "./import.ts";
 import { invitationCommands } from "./invitation.ts";
 import { settingsCommands } from "./settings.ts";
@@ -18,6 +19,7 @@ export const commandGroups: Record<string, CommandGroup> = {
   user: userCommands,
   token: tokenCommands,
   settings: settingsCommands,
+  oidc: oidcCommands,
   invitation: invitationCommands,
   group: groupCommands,
   images: imageCommands,
