@@ -246,6 +246,24 @@ describe("signing in with a real provider", () => {
     expect((await again.get(callback)).status).toBe(400);
   });
 
+  test("session fixation: a session the browser carried before a provider sign-in is ended, never reused", async () => {
+    // the browser carries a live session of another account (planted, or its own earlier one)
+    const other = await ctx.admin("POST", "/api/admin/users", { username: "planted", email: "planted@example.com" });
+    await ctx.admin("PATCH", `/api/admin/users/${other.id}`, { password: PASSWORD });
+    const browser = new Browser();
+    expect((await browser.post("/user/login", { login: "planted", password: PASSWORD })).status).toBe(303);
+    const planted = /ih_session=([^;]+)/.exec(browser.jar.header(BASE_URL)!)![1]!;
+    const { res } = await browser.signInAs("corp", "alice");
+    expect(res.status).toBe(303);
+    const now = /ih_session=([^;]+)/.exec(browser.jar.header(BASE_URL)!)![1]!;
+    expect(now).not.toBe(planted);
+    expect(await ctx.db.select().from(sessions).where(eq(sessions.userId, other.id))).toHaveLength(0);
+    // the planted cookie opens nothing any more; the new one is alice's
+    const stale = await ctx.request(`${BASE_URL}/user/dashboard`, { headers: { cookie: `ih_session=${planted}` }, redirect: "manual" });
+    expect(stale.status).toBe(303);
+    expect(await (await browser.get("/user/dashboard")).text()).toContain("alice");
+  });
+
   test("an unknown person is refused when auto-provisioning is off; a provider that gives no email is refused", async () => {
     const strict = await addProvider({ slug: "strict", label: "Strict", issuer: idp.issuer, client_id: idp.clientId, client_secret: idp.clientSecret });
     const before = (await ctx.db.select().from(users)).length;
