@@ -259,6 +259,16 @@ describe("an authenticator app", () => {
   });
 });
 
+describe("how a session signed in, on the Account page", () => {
+  test("an identity provider and its second factor read as one", async () => {
+    const user = await newUser();
+    const browser = await signedIn(user.username);
+    await ctx.db.update(sessions).set({ method: "oidc:corp+totp" }).where(eq(sessions.secretHash, sha256Hex(browser.jar.get("ih_session")!)));
+    const page = await (await browser.get("/user/account")).text();
+    expect(page).toContain("single sign-on (corp) and authenticator code");
+  });
+});
+
 describe("session fixation", () => {
   test("a session secret the browser carried before sign-in is never the one after, and a live one ends", async () => {
     const user = await newUser();

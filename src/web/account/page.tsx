@@ -30,7 +30,17 @@ function deviceOf(userAgent: string): string {
 
 /** How a session signed in (sessions.method): password, password+totp, passkey, oidc:<provider>… */
 function methodOf(method: string): string {
-  if (method.startsWith("oidc:")) return t("account.method.oidc", { provider: method.slice(5) });
+  if (method.startsWith("oidc:")) {
+    // an identity provider, then the account's second factor: oidc:<provider>+totp|passkey|recovery
+    const [first = "", factor] = method.split("+");
+    const provider = t("account.method.oidc", { provider: first.slice(5) });
+    const second: Record<string, MessageKey> = {
+      totp: "security.method.andTotp",
+      passkey: "security.method.andPasskey",
+      recovery: "security.method.andRecovery",
+    };
+    return factor && second[factor] ? t(second[factor], { first: provider }) : provider;
+  }
   const known: Record<string, MessageKey> = {
     password: "account.method.password",
     "password+totp": "account.method.passwordTotp",
