@@ -548,3 +548,31 @@ describe("the admin page of providers", () => {
     expect((await ctx.admin("GET", "/api/admin/settings")).password_sign_in).toBe(true);
   });
 });
+
+describe("bounds", () => {
+  test("one address starts at most 20 sign-ins at once, then 429 with Retry-After", async () => {
+    const browser = new Browser();
+    const answers = [];
+    for (let i = 0; i < 21; i++) answers.push((await browser.get("/user/oidc/corp/start")).status);
+    expect(answers.slice(0, 20).every((s) => s === 303)).toBe(true);
+    const refused = await browser.get("/user/oidc/corp/start");
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await refused.text()).toContain("Too many sign-ins started from your address");
+    // another address is not affected
+    expect((await new Browser().get("/user/oidc/corp/start")).status).toBe(303);
+  });
+
+  test("the pages of a provider sign-in are in Chinese for a zh-CN browser", async () => {
+    const zh = async (path: string) => {
+      const res = await ctx.request(`${BASE_URL}${path}`, { headers: { "accept-language": "zh-CN", "x-forwarded-for": "198.51.100.250" } });
+      return res.text();
+    };
+    const login = await zh("/user/login");
+    expect(login).toContain("或");
+    expect(login).toContain("Sign in with Corp"); // the administrator's own label
+    const none = await zh("/user/oidc/link");
+    expect(none).toContain("此浏览器中没有待确认的关联");
+    expect(none).not.toContain("There is no link to confirm");
+  });
+});

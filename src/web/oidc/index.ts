@@ -17,7 +17,7 @@ import { findLinkRequest, findOidcProviderBySlug, failLinkRequest, type OidcProv
 import { getUser } from "../../db/repositories/users.ts";
 import { AppError } from "../../errors.ts";
 import { addressBucket, clientIp } from "../../http/auth.ts";
-import type { Reservation } from "../../http/throttle.ts";
+import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../../http/throttle.ts";
 import { linkIdentity, resolveIdentity } from "../../services/oidc/accounts.ts";
 import { beginSignIn, FLOW_TTL_MS, finishSignIn, type RefusalReason, SignInRefused } from "../../services/oidc/client.ts";
 import { verifyPassword } from "../../services/passwords.ts";
@@ -31,6 +31,11 @@ import { LinkPage, RefusedPage } from "./pages.tsx";
 
 const COOKIE = "ih_oidc";
 const COOKIE_PATH = `${BASE}/oidc`;
+/**
+ * Sign-ins started per client address: 20 at once, then one every 6 seconds. Each start stores a flow for ten
+ * minutes; the bound keeps one address from filling the table.
+ */
+const STARTS_PER_ADDRESS: ThrottleLimits = { burst: 20, perMinute: 10 };
 /** Wrong passwords a link request takes before it ends. */
 const LINK_FAILURES_MAX = 5;
 const MAX_PASSWORD = 200;
@@ -73,9 +78,18 @@ async function enabledProvider(c: Context<WebEnv>): Promise<OidcProvider> {
 }
 
 export function register(web: Hono<WebEnv>) {
+  const starts = new FailedAuthThrottle(STARTS_PER_ADDRESS, Date.now, (seconds) => t("oidc.tooManyStarts", { seconds }));
+
   web.get("/oidc/:slug/start", async (c) => {
     const provider = await enabledProvider(c);
     const next = safeNext(c.req.query("next"));
+    try {
+      starts.reserve(addressBucket(clientIp(c)));
+    } catch (e) {
+      if (!(e instanceof AppError && e.status === 429)) throw e;
+      c.header("Retry-After", e.headers?.["retry-after"] ?? "60");
+      return c.html(RefusedPage({ message: e.message }), 429);
+    }
     try {
       const url = await beginSignIn(c.get("deps"), provider, ensureBrowserSecret(c), next);
       return c.redirect(url.href, 303);

@@ -15,6 +15,7 @@ export default {
   "oidc.refused.no_account": "This site has no account for you, and it does not create accounts on sign-in. Ask the administrator of this site.",
   "oidc.refused.already_linked": "That account is already linked to another identity at this provider.",
   "oidc.refused.email_taken": "An account could not be created: its email address or name is taken.",
+  "oidc.tooManyStarts": "Too many sign-ins started from your address: retry in {seconds} s.",
   "oidc.unknownProvider": "There is no such identity provider.",
   "oidc.link.title": "Link your account",
   "oidc.link.intro":

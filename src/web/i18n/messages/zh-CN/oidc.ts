@@ -16,6 +16,7 @@ export default {
   "oidc.refused.no_account": "本站没有你的账户，也不会在登录时创建账户。请联系本站管理员。",
   "oidc.refused.already_linked": "该账户已关联了此身份提供方的另一个身份。",
   "oidc.refused.email_taken": "无法创建账户：其邮箱地址或用户名已被占用。",
+  "oidc.tooManyStarts": "你的地址发起的登录过多：请 {seconds} 秒后重试。",
   "oidc.unknownProvider": "没有这个身份提供方。",
   "oidc.link.title": "关联你的账户",
   "oidc.link.intro": "你已通过 {provider} 以 {email} 登录。本站已有使用该地址的账户：<b>{username}</b>。要关联两者，请用该账户的密码登录一次。",
