@@ -263,7 +263,10 @@ describe("how a session signed in, on the Account page", () => {
   test("an identity provider and its second factor read as one", async () => {
     const user = await newUser();
     const browser = await signedIn(user.username);
-    await ctx.db.update(sessions).set({ method: "oidc:corp+totp" }).where(eq(sessions.secretHash, sha256Hex(browser.jar.get("ih_session")!)));
+    await ctx.db
+      .update(sessions)
+      .set({ method: "oidc:corp+totp" })
+      .where(eq(sessions.secretHash, sha256Hex(browser.jar.get("ih_session")!)));
     const page = await (await browser.get("/user/account")).text();
     expect(page).toContain("single sign-on (corp) and authenticator code");
   });
