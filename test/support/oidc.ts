@@ -76,7 +76,7 @@ export class CookieJar {
   private jars = new Map<string, Map<string, string>>();
   header(url: string) {
     const jar = this.jars.get(new URL(url).host);
-    return jar && jar.size ? [...jar].map(([k, v]) => `${k}=${v}`).join("; ") : undefined;
+    return jar?.size ? [...jar].map(([k, v]) => `${k}=${v}`).join("; ") : undefined;
   }
   keep(url: string, res: Response) {
     const host = new URL(url).host;
