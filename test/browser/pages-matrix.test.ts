@@ -8,9 +8,10 @@
  * be in the mode's language (`<html lang>`) and theme (the body's background), and:
  *   - layout: the document is no wider than the window; no element passes the right edge of the window, of the box
  *     that clips it, or of the bordered or filled box it sits in (a horizontally scrolling box, such as a table's
- *     wrapper, is a design and lets its content pass); no select, input, textarea or button clips its text (for a
- *     select, measured on its widest option beside the room Chromium leaves beside its arrow); no text smaller than
- *     12 px;
+ *     wrapper, is a design and lets its content pass); no select, input, textarea or button clips its text (a select's
+ *     shown option measured beside the room Chromium leaves for its arrow; a text field's placeholder, a date's or a
+ *     number's format, a button's label: scrollWidth > clientWidth; a longer value a user typed or saved, such as a
+ *     URL, scrolls in its field and is only noted); no text smaller than 12 px;
  *   - axe-core (WCAG 2.0/2.1 A and AA, best practice): no serious or critical violation;
  *   - a full-page screenshot in test/browser/artifacts/pages/<page>-<width>-<theme>-<lang>.png (git-ignored).
  * A failure names the page, the mode, the element (a selector and its text) and the value measured.
@@ -18,8 +19,10 @@
  * and one of the site, and the audit entries all that made; another user for the admin's user page; the images
  * page with a search that finds nothing for an empty state.
  *
- * One browser, one context per mode, one page reused. Heavy (~280 page checks): it runs where TEST_DATABASE_URL is
- * unset, so CI's second `bun test` (on PostgreSQL) skips it; PAGES_MATRIX=1 runs it anyway, PAGES_MATRIX=0 never.
+ * One browser; per mode a context signed in and one signed out, two tabs each checking pages side by side
+ * (PAGES_MATRIX_TABS). Heavy (~350 page checks, about 4 minutes on a busy 2-core machine): it runs where
+ * TEST_DATABASE_URL is unset, so CI's second `bun test` (on PostgreSQL) skips it; PAGES_MATRIX=1 runs it anyway,
+ * PAGES_MATRIX=0 never. The account menu and the phone's navigation menu are checked open, on the dashboard.
  * PAGES_MATRIX_ONLY=desktop-dark-zh-CN (a comma list of mode names) narrows the run; PAGES_MATRIX_PAGES=images,albums
  * narrows the pages. Skipped, saying so, where /usr/bin/chromium is missing.
  */
@@ -41,6 +44,8 @@ const FAILING = new Set(["serious", "critical"]);
 /** Chromium draws a select's arrow in room of its own beside the author's padding (measured: 20 px). */
 const SELECT_ARROW_PX = 20;
 const MIN_TEXT_PX = 12;
+/** Pages checked at once in each mode (PAGES_MATRIX_TABS). */
+const TABS = Math.max(1, Number(process.env.PAGES_MATRIX_TABS ?? 2));
 
 const ADMIN = { username: "mei", email: "mei.lin@example.com", name: "Mei Lin" };
 const OTHER = { username: "carol", email: "carol@example.com", name: "Carol Ortega" };
@@ -91,6 +96,7 @@ const seeded = {
   userWebhook: 0,
   otherUserId: 0,
   passwordLink: "",
+  provider: 0,
 };
 
 const PAGES: PageDef[] = [
@@ -128,10 +134,13 @@ const PAGES: PageDef[] = [
   { name: "admin-maintenance", route: "/user/admin/maintenance", path: () => "/user/admin/maintenance", signedIn: true },
   { name: "admin-webhooks", route: "/user/admin/webhooks", path: () => "/user/admin/webhooks", signedIn: true },
   { name: "admin-webhook", route: "/user/admin/webhooks/:id", path: () => `/user/admin/webhooks/${seeded.adminWebhook}`, signedIn: true },
+  { name: "admin-sign-in", route: "/user/admin/sign-in", path: () => "/user/admin/sign-in", signedIn: true },
+  { name: "admin-sign-in-provider", route: "/user/admin/sign-in/:id", path: () => `/user/admin/sign-in/${seeded.provider}`, signedIn: true },
   { name: "admin-audit", route: "/user/admin/audit", path: () => "/user/admin/audit", signedIn: true },
   // signed out (after the account menu's sign-out: the theme cookie stays)
   { name: "sign-in", route: "/user/login", path: () => "/user/login", signedIn: false },
   { name: "register", route: "/user/register", path: () => "/user/register", signedIn: false },
+  { name: "passkey", route: "/user/login/passkey", path: () => "/user/login/passkey", signedIn: false },
   { name: "forgot", route: "/user/forgot", path: () => "/user/forgot", signedIn: false },
   { name: "password-link", route: "/user/password/:token", path: () => seeded.passwordLink, signedIn: false },
   { name: "verify-link", route: "/user/verify/:token", path: () => "/user/verify/aaaaaaaaaaaaaaaaaaaaaaaa", signedIn: false },
@@ -152,6 +161,7 @@ const NOT_PAGES: Record<string, string> = {
   "/user/site/accent.css": "the accent colour's stylesheet",
   "/user/upload/snippets/:key": "a fragment the upload page's script asks for",
   "/user/integrations/download/:file": "a configuration file to download",
+  "/user/oidc/:slug/start": "a redirect to the identity provider",
   "/user/oidc/:slug/callback": "the identity provider's redirect back (a sign-in, then a redirect)",
 };
 
@@ -327,7 +337,11 @@ function measure({ arrow, minText }: { arrow: number; minText: number }): Measur
     if (el instanceof HTMLInputElement && ["checkbox", "radio", "hidden", "range", "color", "image"].includes(el.type)) continue;
     if (el.scrollWidth > el.clientWidth + 1) {
       const what = `${name(el)} clips its text: scrollWidth ${el.scrollWidth} > clientWidth ${el.clientWidth}`;
-      if ((el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) && el.readOnly) notes.push(`${what} (read-only: scrolls)`);
+      // a text field whose value (the user's data: a URL, a name) is longer than the field scrolls, as text fields do;
+      // its label text (a button's, a placeholder) or its format (a date, a number, a file's name) must fit
+      const free =
+        el instanceof HTMLTextAreaElement || (el instanceof HTMLInputElement && ["text", "url", "email", "search", "password", "tel"].includes(el.type));
+      if (free && (el as HTMLInputElement).value !== "") notes.push(`${what} (its value scrolls)`);
       else problems.push(what);
     }
   }
@@ -392,34 +406,35 @@ const ms = (n: number) => `${Math.round(n)} ms`;
 
 async function checkPage(page: Page, mode: Mode, def: PageDef, out: { problems: string[]; notes: string[]; failed: Set<string> }) {
   const where = `${def.name} [${mode.name}]`;
-  const before = out.problems.length;
+  // this page's findings, added to the mode's at the end (another tab checks another page meanwhile)
+  const mine = { problems: [] as string[], notes: [] as string[] };
   const url = `${origin}${def.path()}`;
   const t0 = performance.now();
   const res = await page.goto(url, { waitUntil: "load" });
   if (def.open) {
     await page.locator(`${def.open} > summary`).click();
-    if (!(await page.locator(def.open).evaluate((d) => (d as HTMLDetailsElement).open))) out.problems.push(`${where}: ${def.open} did not open`);
+    if (!(await page.locator(def.open).evaluate((d) => (d as HTMLDetailsElement).open))) mine.problems.push(`${where}: ${def.open} did not open`);
   }
   const t1 = performance.now();
   const expected = def.status ?? 200;
-  if (res?.status() !== expected) out.problems.push(`${where} ${def.path()}: HTTP ${res?.status()}, expected ${expected}`);
+  if (res?.status() !== expected) mine.problems.push(`${where} ${def.path()}: HTTP ${res?.status()}, expected ${expected}`);
   const landed = new URL(page.url());
-  if (landed.pathname !== new URL(url).pathname) out.problems.push(`${where} ${def.path()}: landed on ${landed.pathname}`);
+  if (landed.pathname !== new URL(url).pathname) mine.problems.push(`${where} ${def.path()}: landed on ${landed.pathname}`);
   const m = await page.evaluate(measure, { arrow: SELECT_ARROW_PX, minText: MIN_TEXT_PX });
-  if (m.lang !== mode.lang) out.problems.push(`${where}: <html lang="${m.lang}">, expected ${mode.lang}`);
+  if (m.lang !== mode.lang) mine.problems.push(`${where}: <html lang="${m.lang}">, expected ${mode.lang}`);
   const dark = m.luminance < 0.2;
   if (dark !== (mode.theme === "dark"))
-    out.problems.push(`${where}: the body's background is ${m.background} (luminance ${m.luminance.toFixed(2)}), expected ${mode.theme}`);
-  for (const p of m.problems) out.problems.push(`${where}: ${p}`);
-  for (const n of m.notes) out.notes.push(`${where}: ${n}`);
+    mine.problems.push(`${where}: the body's background is ${m.background} (luminance ${m.luminance.toFixed(2)}), expected ${mode.theme}`);
+  for (const p of m.problems) mine.problems.push(`${where}: ${p}`);
+  for (const n of m.notes) mine.notes.push(`${where}: ${n}`);
   const t2 = performance.now();
   for (const v of await axe(page)) {
     const line = `${where}: axe [${v.impact}] ${v.id} — ${v.help}\n      ${v.nodes
       .slice(0, 6)
       .map((n) => `${n.target.map(String).join(" ")}${n.failureSummary ? ` (${n.failureSummary.replace(/\s+/g, " ").slice(0, 160)})` : ""}`)
       .join("\n      ")}${v.nodes.length > 6 ? `\n      … ${v.nodes.length - 6} more` : ""}`;
-    if (FAILING.has(v.impact ?? "")) out.problems.push(line);
-    else out.notes.push(line);
+    if (FAILING.has(v.impact ?? "")) mine.problems.push(line);
+    else mine.notes.push(line);
   }
   const t3 = performance.now();
   await page.screenshot({
@@ -430,7 +445,9 @@ async function checkPage(page: Page, mode: Mode, def: PageDef, out: { problems: 
   });
   if (process.env.PAGES_MATRIX_TIMING)
     console.log(`${where}: load ${ms(t1 - t0)}, layout ${ms(t2 - t1)}, axe ${ms(t3 - t2)}, screenshot ${ms(performance.now() - t3)}`);
-  if (out.problems.length > before) out.failed.add(def.name);
+  out.problems.push(...mine.problems);
+  out.notes.push(...mine.notes);
+  if (mine.problems.length > 0) out.failed.add(def.name);
 }
 
 /** A page of a new context of this mode, its script errors recorded. */
@@ -444,6 +461,31 @@ async function pageIn(mode: Mode, options: { colorScheme: Theme; locale: Lang })
       site.pageErrors.push(`${mode.name} ${page.url()}: console: ${msg.text()}`);
   });
   return { context, page };
+}
+
+/**
+ * The pages checked in TABS tabs of the same context at once (the first is `page`), in the list's order; the report
+ * keeps the list's order. Two tabs keep both cores busy while one page waits for the server or the screenshot.
+ */
+async function inTabs(page: Page, defs: PageDef[], check: (tab: Page, def: PageDef) => Promise<void>, out: { checked: string[] }) {
+  const queue = [...defs];
+  const tabs = [page];
+  for (let i = 1; i < Math.min(TABS, defs.length); i++) {
+    const tab = await page.context().newPage();
+    tab.on("pageerror", (e) => site.pageErrors.push(`${tab.url()}: ${e.message}`));
+    tabs.push(tab);
+  }
+  const done = new Set<string>();
+  await Promise.all(
+    tabs.map(async (tab) => {
+      for (let def = queue.shift(); def; def = queue.shift()) {
+        await check(tab, def);
+        done.add(def.name);
+      }
+    }),
+  );
+  for (const tab of tabs.slice(1)) await tab.close();
+  out.checked.push(...defs.filter((d) => done.has(d.name)).map((d) => d.name));
 }
 
 async function runMode(mode: Mode) {
@@ -463,10 +505,12 @@ async function runMode(mode: Mode) {
     // the remembered switch (desktop), or nothing remembered (phone: back to following the device and the browser)
     if (mode.saved) await choose(page, mode.theme, mode.lang);
     else await choose(page, "system", "");
-    for (const def of pages.filter((p) => p.signedIn)) {
-      await checkPage(page, mode, def, out);
-      out.checked.push(def.name);
-    }
+    await inTabs(
+      page,
+      pages.filter((p) => p.signedIn),
+      (tab, def) => checkPage(tab, mode, def, out),
+      out,
+    );
     // nothing saved stays on the account for the next mode; the theme cookie stays in this browser
     if (mode.saved) await choose(page, mode.theme, "");
     await signOut(page);
@@ -480,10 +524,12 @@ async function runMode(mode: Mode) {
   const anonymous = await pageIn(mode, { colorScheme: browserTheme, locale: mode.lang });
   try {
     await anonymous.context.addCookies(themeCookies);
-    for (const def of pages.filter((p) => !p.signedIn)) {
-      await checkPage(anonymous.page, mode, def, out);
-      out.checked.push(def.name);
-    }
+    await inTabs(
+      anonymous.page,
+      pages.filter((p) => !p.signedIn),
+      (tab, def) => checkPage(tab, mode, def, out),
+      out,
+    );
   } finally {
     await anonymous.context.close();
     out.ms = performance.now() - t0;
@@ -542,6 +588,16 @@ async function seed() {
     events: ["image.uploaded", "user.disabled"],
   });
   seeded.adminWebhook = hook.endpoint?.id ?? hook.id;
+  // an OpenID Connect provider (its issuer on loopback, never asked here): its button on the sign-in page, its admin page
+  const provider = await site.admin("POST", "/api/admin/oidc-providers", {
+    slug: "authentik",
+    label: "Sign in with Authentik",
+    issuer: "http://127.0.0.1:9/application/o/images/",
+    client_id: "image-host",
+    client_secret: "a client secret of the provider",
+    enabled: true,
+  });
+  seeded.provider = provider.id;
   // the user's own endpoint, through its page's form
   const page = await site.context.newPage();
   await signIn(page);
