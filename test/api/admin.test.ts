@@ -24,7 +24,18 @@ const call = (method: string, path: string, body?: unknown, type = "application/
 
 describe("administration API", () => {
   test("the seeded database: settings, a default and a guest group, one local strategy linked to both", async () => {
-    expect(await ctx.admin("GET", "/api/admin/settings")).toEqual({ api_enabled: true, guest_upload_enabled: false, registration_enabled: false });
+    expect(await ctx.admin("GET", "/api/admin/settings")).toEqual({
+      api_enabled: true,
+      guest_upload_enabled: false,
+      registration_enabled: false,
+      password_sign_in: true,
+      site_name: "",
+      site_logo: null,
+      site_favicon: null,
+      accent_color: "",
+      default_locale: "en",
+      require_second_factor: "off",
+    });
     const { groups } = await ctx.admin("GET", "/api/admin/groups");
     expect(groups.map((g: any) => [g.name, g.is_default, g.is_guest, g.enabled, g.allow_api, g.strategy_ids])).toEqual([
       ["Default", true, false, true, true, [1]],
