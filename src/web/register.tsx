@@ -9,7 +9,7 @@ import type { Context, Hono } from "hono";
 import { getDefaultGroup, getGroup } from "../db/repositories/groups.ts";
 import { isUsernameOrEmailTaken } from "../db/repositories/sessions.ts";
 import { createUser } from "../db/repositories/users.ts";
-import { AppError, notFound } from "../errors.ts";
+import { AppError, forbidden, notFound } from "../errors.ts";
 import { accountGate, addressBucket, clientIp, currentSettings, siteGate } from "../http/auth.ts";
 import { FailedAuthThrottle, type Reservation } from "../http/throttle.ts";
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
@@ -103,6 +103,8 @@ export function register(web: Hono<WebEnv>) {
     const deps = c.get("deps");
     const settings = await currentSettings(deps);
     siteGate(settings);
+    // provider-only sign-in (docs/single-sign-on.md): new people come through the providers, not with a password
+    if (!settings.passwordSignIn) throw forbidden(t("oidc.signUpOff"));
     if (!invite) {
       if (!settings.registrationEnabled) throw notFound(t("auth.signUpClosed"));
       return { settings, inviteGroup: undefined };

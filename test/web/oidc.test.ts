@@ -434,10 +434,17 @@ describe("provider-only sign-in", () => {
       expect(res.status).toBe(403);
       expect(await res.text()).toContain("Password sign-in is switched off");
       expect(browser.hasSession()).toBe(false);
+      // sign-up makes password accounts: refused too, even while registration is open
+      await ctx.admin("PATCH", "/api/admin/settings", { registration_enabled: true });
+      const signUp = await new Browser().get("/user/register");
+      expect(signUp.status).toBe(403);
+      expect(await signUp.text()).toContain("Sign-up with a password is off");
+      expect((await new Browser().post("/user/register", { username: "newcomer", email: "newcomer@example.com", password: PASSWORD })).status).toBe(403);
+      expect(await userNamed("newcomer")).toBeUndefined();
       // the providers still sign in
       expect((await browser.signInAs("corp", "alice")).res.status).toBe(303);
     } finally {
-      await ctx.admin("PATCH", "/api/admin/settings", { password_sign_in: true });
+      await ctx.admin("PATCH", "/api/admin/settings", { password_sign_in: true, registration_enabled: false });
     }
     expect((await ctx.admin("GET", "/api/admin/settings")).password_sign_in).toBe(true);
   });

@@ -16,6 +16,7 @@ export default {
   "oidc.refused.already_linked": "That account is already linked to another identity at this provider.",
   "oidc.refused.email_taken": "An account could not be created: its email address or name is taken.",
   "oidc.tooManyStarts": "Too many sign-ins started from your address: retry in {seconds} s.",
+  "oidc.signUpOff": "Sign-up with a password is off: this site signs in through its identity providers.",
   "oidc.unknownProvider": "There is no such identity provider.",
   "oidc.link.title": "Link your account",
   "oidc.link.intro":

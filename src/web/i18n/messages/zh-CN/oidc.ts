@@ -17,6 +17,7 @@ export default {
   "oidc.refused.already_linked": "该账户已关联了此身份提供方的另一个身份。",
   "oidc.refused.email_taken": "无法创建账户：其邮箱地址或用户名已被占用。",
   "oidc.tooManyStarts": "你的地址发起的登录过多：请 {seconds} 秒后重试。",
+  "oidc.signUpOff": "密码注册已关闭：本站通过身份提供方登录。",
   "oidc.unknownProvider": "没有这个身份提供方。",
   "oidc.link.title": "关联你的账户",
   "oidc.link.intro": "你已通过 {provider} 以 {email} 登录。本站已有使用该地址的账户：<b>{username}</b>。要关联两者，请用该账户的密码登录一次。",
