@@ -335,6 +335,11 @@ function measure({ arrow, minText }: { arrow: number; minText: number }): Measur
       continue;
     }
     if (el instanceof HTMLInputElement && ["checkbox", "radio", "hidden", "range", "color", "image"].includes(el.type)) continue;
+    // a field to type in must have room for a few characters
+    if (el instanceof HTMLTextAreaElement || (el instanceof HTMLInputElement && !["button", "submit", "reset", "file"].includes(el.type))) {
+      const room = el.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+      if (room < 2.5 * fs) problems.push(`${name(el)} is too narrow to type in: ${px(room)} of room for ${px(fs)} text (under 2.5 em)`);
+    }
     if (el.scrollWidth > el.clientWidth + 1) {
       const what = `${name(el)} clips its text: scrollWidth ${el.scrollWidth} > clientWidth ${el.clientWidth}`;
       // a text field whose value (the user's data: a URL, a name) is longer than the field scrolls, as text fields do;
