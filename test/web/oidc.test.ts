@@ -23,6 +23,7 @@ const people = {
   bob2: { email: "bob@example.com", email_verified: true, preferred_username: "bob-two" },
   mallory: { email: "dave@example.com", email_verified: false, preferred_username: "mallory" },
   nomail: { preferred_username: "nomail" },
+  fay: { email: "fay@example.com", email_verified: true, preferred_username: "fay-idp" },
 };
 
 /** A browser in-process: the site's cookies, this site's Origin on posts, its own address. */
@@ -321,6 +322,35 @@ describe("linking to an existing account", () => {
     // from now on the provider signs in straight to bob
     const later = await new Browser().signInAs("corp", "bob");
     expect(later.res.headers.get("location")).toBe("/user/dashboard");
+  });
+
+  test("signing in to the account another way (a passkey, say) since the request confirms the link, with a button", async () => {
+    const fay = await ctx.admin("POST", "/api/admin/users", { username: "fay", email: "fay@example.com" });
+    await ctx.admin("PATCH", `/api/admin/users/${fay.id}`, { password: PASSWORD });
+    // a session begun before the link request proves nothing
+    const early = new Browser();
+    expect((await early.post("/user/login", { login: "fay", password: PASSWORD })).status).toBe(303);
+    expect((await early.signInAs("corp", "fay")).res.headers.get("location")).toBe("/user/oidc/link");
+    const stale = await (await early.get("/user/oidc/link")).text();
+    expect(stale).not.toContain("/user/oidc/link/session");
+    const token = /<meta name="csrf-token" content="([^"]+)"/.exec(await (await early.get("/user/dashboard")).text())![1]!;
+    expect((await early.post("/user/oidc/link/session", { _csrf: token })).status).toBe(400);
+    expect(await identitiesOf(fay.id)).toHaveLength(0);
+    // a sign-in to fay after the request, in the same browser: the page offers Link
+    const browser = new Browser();
+    expect((await browser.signInAs("corp", "fay")).res.headers.get("location")).toBe("/user/oidc/link");
+    expect((await browser.post("/user/login", { login: "fay", password: PASSWORD })).status).toBe(303);
+    const page = await (await browser.get("/user/oidc/link")).text();
+    expect(page).toContain('action="/user/oidc/link/session"');
+    expect(page).toContain("You are signed in as <b>fay</b>");
+    const formToken = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+    // without the session's form token: refused
+    expect((await browser.post("/user/oidc/link/session", {})).status).toBe(403);
+    const linked = await browser.post("/user/oidc/link/session", { _csrf: formToken });
+    expect(linked.status).toBe(303);
+    expect((await identitiesOf(fay.id)).map((i) => i.subject)).toEqual(["fay"]);
+    // used once
+    expect((await browser.post("/user/oidc/link/session", { _csrf: formToken })).status).toBe(400);
   });
 
   test("two identities racing for one account: exactly one is linked", async () => {

@@ -21,12 +21,13 @@ import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../..
 import { linkIdentity, resolveIdentity } from "../../services/oidc/accounts.ts";
 import { beginSignIn, FLOW_TTL_MS, finishSignIn, type RefusalReason, SignInRefused } from "../../services/oidc/client.ts";
 import { verifyPassword } from "../../services/passwords.ts";
+import { formTokenFor, resolveSession } from "../../services/sessions.ts";
 import { randomToken, sha256Hex } from "../../services/secrets.ts";
 import { logFor } from "../../observability/log.ts";
 import { formField, readForm } from "../form.ts";
 import { type MessageKey, t } from "../i18n/index.ts";
 import { completeSignIn } from "../sign-in.ts";
-import { BASE, requireThisSite, safeNext, type WebEnv } from "../session.ts";
+import { BASE, requireSession, requireThisSite, safeNext, sessionSecret, type WebEnv } from "../session.ts";
 import { LinkPage, RefusedPage } from "./pages.tsx";
 
 const COOKIE = "ih_oidc";
@@ -118,6 +119,8 @@ export function register(web: Hono<WebEnv>) {
             email: found.email,
             userId: found.userId,
             next,
+            // the service's clock, as the sessions' (a session begun since then confirms the link)
+            createdAt: deps.clock(),
             expiresAt: new Date(deps.clock().getTime() + FLOW_TTL_MS),
           },
           deps.clock(),
@@ -136,7 +139,11 @@ export function register(web: Hono<WebEnv>) {
     const browser = browserSecretOf(c);
     const found = browser ? await findLinkRequest(deps.db, sha256Hex(browser), deps.clock()) : null;
     if (!found) return c.html(RefusedPage({ message: t("oidc.link.none") }), 400);
-    return c.html(LinkPage({ provider: found.label, email: found.request.email, username: found.username, error }), status);
+    // signed in to that very account since the request was made (a passkey, say): a button confirms the link
+    const secret = sessionSecret(c);
+    const session = secret ? await resolveSession(deps.db, secret, deps.clock()) : null;
+    const fresh = session && freshFor(session.session, found.request) ? formTokenFor(secret!) : undefined;
+    return c.html(LinkPage({ provider: found.label, email: found.request.email, username: found.username, error, formToken: fresh }), status);
   };
 
   web.get("/oidc/link", (c) => linkPage(c));
@@ -174,4 +181,27 @@ export function register(web: Hono<WebEnv>) {
       throw e;
     }
   });
+
+  // the other confirmation: this browser signed in to the account after the request was made, by any of its sign-in
+  // methods (a passkey…); the person presses Link on the page that says what is linked (a form with the session's token)
+  web.post("/oidc/link/session", requireSession, async (c) => {
+    const deps = c.get("deps");
+    const { session } = c.get("signedIn");
+    const browser = browserSecretOf(c as unknown as Context<WebEnv>);
+    const found = browser ? await findLinkRequest(deps.db, sha256Hex(browser), deps.clock()) : null;
+    if (!found || !freshFor(session, found.request)) return c.html(RefusedPage({ message: t("oidc.link.none") }), 400);
+    const request = await takeLinkRequest(deps.db, found.request.id);
+    if (!request) return c.html(RefusedPage({ message: t("oidc.refused.expired") }), 400);
+    try {
+      await linkIdentity(deps, { id: request.providerId, slug: found.slug }, request, clientIp(c));
+    } catch (e) {
+      if (e instanceof SignInRefused) return c.html(RefusedPage({ message: t(`oidc.refused.${e.reason}` as MessageKey) }), STATUS[e.reason]);
+      throw e;
+    }
+    return c.redirect(safeNext(request.next), 303);
+  });
 }
+
+/** A session proves the link when it is the account's and began after the request was made (in the same browser). */
+const freshFor = (session: { userId: number; createdAt: Date }, request: { userId: number; createdAt: Date }) =>
+  session.userId === request.userId && session.createdAt.getTime() >= request.createdAt.getTime();

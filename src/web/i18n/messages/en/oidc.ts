@@ -24,6 +24,10 @@ export default {
   "oidc.link.after": "From then on, {provider} signs you in to this account.",
   "oidc.link.submit": "Link and sign in",
   "oidc.link.cancel": "Cancel",
+  "oidc.link.otherWay": "No password? <a>Sign in to that account with a passkey</a>, then come back to this page within ten minutes.",
+  "oidc.link.signedIn":
+    "You are signed in as <b>{username}</b>. Link the identity {email} at {provider} to this account? From then on, {provider} signs you in to it.",
+  "oidc.link.confirm": "Link",
   "oidc.link.wrong": "Wrong password.",
   "oidc.link.none": "There is no link to confirm in this browser: sign in again.",
   "oidc.link.noPassword": "This account has no password. Ask the administrator of this site to link it.",
