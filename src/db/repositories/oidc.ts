@@ -87,17 +87,6 @@ export async function touchIdentity(db: Executor, id: number, email: string, now
   await db.update(oidcIdentities).set({ email, lastUsedAt: now }).where(eq(oidcIdentities.id, id));
 }
 
-/** An account's identities, with their provider's label. */
-export async function listIdentitiesOfUser(db: Executor, userId: number) {
-  return db
-    .select({ identity: oidcIdentities, label: oidcProviders.label })
-    .from(oidcIdentities)
-    .innerJoin(oidcProviders, eq(oidcProviders.id, oidcIdentities.providerId))
-    .where(eq(oidcIdentities.userId, userId))
-    .orderBy(asc(oidcIdentities.id))
-    .limit(OIDC_PROVIDERS_MAX);
-}
-
 export async function insertFlow(db: Executor, values: typeof oidcFlows.$inferInsert, now: Date) {
   await db.delete(oidcFlows).where(lt(oidcFlows.expiresAt, now));
   await db.insert(oidcFlows).values(values);
