@@ -145,7 +145,8 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
     await a.getByLabel("Search by username, name or email").fill("june@");
     await a.getByRole("button", { name: "Search" }).click();
     await a.getByRole("link", { name: "june", exact: true }).click();
-    await a.getByLabel("Capacity (KB)").fill("2048");
+    await a.getByLabel("Capacity", { exact: true }).fill("2");
+    await a.getByLabel("Unit of Capacity").selectOption("MB");
     await a.getByRole("button", { name: "Save" }).click();
     await a.getByText("Changes saved.").waitFor();
     const june = (await site.admin("GET", "/api/admin/users?username=june")).users[0];
@@ -187,7 +188,8 @@ describe.skipIf(!hasChromium)("user and administrator journeys in Chromium", () 
       .getByRole("link", { name: /Default/ })
       .first()
       .click();
-    await a.getByLabel("Largest file (KB)").fill("20480");
+    await a.getByLabel("Largest file", { exact: true }).fill("20");
+    await a.getByLabel("Unit of Largest file").selectOption("MB");
     await a.getByRole("button", { name: "Save the group" }).click();
     await a.getByRole("status").or(a.locator(".notice.success")).first().waitFor();
     expect((await site.admin("GET", "/api/admin/groups")).groups.find((g: any) => g.is_default).max_file_size_kb).toBe(20480);

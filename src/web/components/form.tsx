@@ -190,7 +190,7 @@ export function SizeInput({
       <div class="with-unit">
         <input id={id} name={name} type="number" min={0} step="any" inputmode="decimal" value={shown} required={required} {...aria(id, hint, error)} />
         <label for={`${id}-unit`} class="visually-hidden">
-          {t("common.units.unit")}
+          {typeof label === "string" ? t("common.units.unitOf", { field: label }) : t("common.units.unit")}
         </label>
         <select id={`${id}-unit`} name={`${name}_unit`}>
           {(Object.keys(SIZE_UNITS) as SizeUnit[]).map((u) => (
@@ -290,7 +290,7 @@ export function DurationInput({
           aria-invalid={error ? "true" : undefined}
         />
         <label for={`${id}-unit`} class="visually-hidden">
-          {t("common.units.unit")}
+          {typeof label === "string" ? t("common.units.unitOf", { field: label }) : t("common.units.unit")}
         </label>
         <select id={`${id}-unit`} name={`${name}_unit`}>
           {(Object.keys(DURATION_UNITS) as DurationUnit[]).map((u) => (

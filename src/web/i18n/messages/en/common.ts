@@ -40,6 +40,7 @@ export default {
   "common.bulk.legend": "With the selected images (at most {max, number})",
   "common.bulk.none": "Select images to act on them.",
   "common.units.unit": "Unit",
+  "common.units.unitOf": "Unit of {field}",
   "common.duration.seconds": "{count, plural, one {# second} other {# seconds}}",
   "common.duration.minutes": "{count, plural, one {# minute} other {# minutes}}",
   "common.duration.hours": "{count, plural, one {# hour} other {# hours}}",

@@ -43,6 +43,7 @@ export default {
   "common.bulk.legend": "对选中的图片（最多 {max, number} 张）",
   "common.bulk.none": "先选择图片，再进行操作。",
   "common.units.unit": "单位",
+  "common.units.unitOf": "{field}的单位",
   "common.duration.seconds": "{count, number} 秒",
   "common.duration.minutes": "{count, number} 分钟",
   "common.duration.hours": "{count, number} 小时",
