@@ -29,7 +29,9 @@ export function auditDetail(body: unknown): Record<string, unknown> {
     if (value === null || typeof value !== "object") return value;
     if (depth > 3) return "…";
     if (Array.isArray(value)) return value.slice(0, 50).map((v) => redact(v, depth + 1));
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET.test(k) && v !== null && typeof v !== "boolean" ? "(set)" : redact(v, depth + 1)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, SECRET.test(k) && v !== null && typeof v !== "boolean" ? "(set)" : redact(v, depth + 1)]),
+    );
   };
   const detail = redact(body) as Record<string, unknown>;
   const text = JSON.stringify(detail);

@@ -213,7 +213,7 @@ function tabs() {
     });
     list.hidden = false;
     const wanted = panels.findIndex((p) => `#${p.id}` === location.hash);
-    show(wanted >= 0 ? wanted : 0, false);
+    show(Math.max(wanted, 0), false);
   }
 }
 tabs();
