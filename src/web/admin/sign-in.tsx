@@ -7,180 +7,17 @@
 import type { Context, Hono } from "hono";
 import { getSettings } from "../../db/repositories/settings.ts";
 import { AppError } from "../../errors.ts";
-import { Card, Cell, ConfirmButton, ConfirmPage, CopyField, EmptyState, FormToken, Notice, Switch, Table, TextInput } from "../components/index.ts";
-import { type FormFields, formField, readForm } from "../form.ts";
+import { Card, Cell, ConfirmButton, ConfirmPage, CopyField, EmptyState, Notice, Table } from "../components/index.ts";
+import { formField, readForm } from "../form.ts";
 import { num, t } from "../i18n/index.ts";
 import { requireAdminSession, type SignedInEnv, type WebEnv } from "../session.ts";
 import { adminApi } from "./api.ts";
 import { errorsOf, type Shown } from "./form-kit.ts";
 import { ADMIN, AdminLayout } from "./layout.tsx";
+import { type ApiProvider, bodyOf, FIELDS, ProviderForm, valuesOf } from "./sign-in-form.tsx";
 
 const PAGE = `${ADMIN}/sign-in`;
 const API = "/api/admin/oidc-providers";
-
-/** The admin API's OidcProvider. */
-interface ApiProvider {
-  id: number;
-  slug: string;
-  label: string;
-  issuer: string;
-  client_id: string;
-  client_secret_set: boolean;
-  scopes: string;
-  username_claim: string;
-  email_claim: string;
-  groups_claim: string | null;
-  admin_group: string | null;
-  group_map: { value: string; group_id: number }[];
-  auto_provision: boolean;
-  enabled: boolean;
-  redirect_uri: string;
-  identities: number;
-}
-
-const TEXT_FIELDS = [
-  "slug",
-  "label",
-  "issuer",
-  "client_id",
-  "client_secret",
-  "scopes",
-  "username_claim",
-  "email_claim",
-  "groups_claim",
-  "admin_group",
-  "group_map",
-] as const;
-const SWITCHES = ["auto_provision", "enabled"] as const;
-const FIELDS = [...TEXT_FIELDS, ...SWITCHES, "clear_secret"];
-
-/** A provider as the form shows it (text; check boxes "1"). */
-const valuesOf = (p?: ApiProvider): Record<string, string> =>
-  p
-    ? {
-        slug: p.slug,
-        label: p.label,
-        issuer: p.issuer,
-        client_id: p.client_id,
-        client_secret: "",
-        scopes: p.scopes,
-        username_claim: p.username_claim,
-        email_claim: p.email_claim,
-        groups_claim: p.groups_claim ?? "",
-        admin_group: p.admin_group ?? "",
-        group_map: p.group_map.map((m) => `${m.value} = ${m.group_id}`).join("\n"),
-        auto_provision: p.auto_provision ? "1" : "",
-        enabled: p.enabled ? "1" : "",
-      }
-    : { scopes: "openid profile email", username_claim: "preferred_username", email_claim: "email", enabled: "1" };
-
-/** The form as the API's body; a group map that does not read is reported as the form's own error. */
-function bodyOf(form: FormFields, editing: boolean): { body: Record<string, unknown>; mapError?: string } {
-  const text = (name: string) => formField(form, name).trim();
-  const body: Record<string, unknown> = {
-    slug: text("slug"),
-    label: text("label"),
-    issuer: text("issuer"),
-    client_id: text("client_id"),
-    scopes: text("scopes").replace(/\s+/g, " "),
-    username_claim: text("username_claim"),
-    email_claim: text("email_claim"),
-    groups_claim: text("groups_claim") || null,
-    admin_group: text("admin_group") || null,
-    auto_provision: formField(form, "auto_provision") === "1",
-    enabled: formField(form, "enabled") === "1",
-  };
-  // an empty secret field keeps the stored secret when editing; "remove" makes a public client
-  const secret = formField(form, "client_secret");
-  if (secret !== "") body.client_secret = secret;
-  else if (!editing || formField(form, "clear_secret") === "1") body.client_secret = "";
-  const lines = text("group_map")
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .filter(Boolean);
-  const map: { value: string; group_id: number }[] = [];
-  for (const line of lines) {
-    const m = /^(.+?)\s*=\s*(\d{1,10})$/.exec(line);
-    if (!m) return { body, mapError: t("oidc.field.groupMapInvalid") };
-    map.push({ value: m[1]!.trim(), group_id: Number(m[2]) });
-  }
-  body.group_map = map;
-  return { body };
-}
-
-function ProviderForm({ c, action, shown, provider }: { c: Context<SignedInEnv>; action: string; shown: Shown; provider?: ApiProvider }) {
-  const v = shown.values;
-  const e = shown.errors.fields;
-  const field = (name: (typeof TEXT_FIELDS)[number], label: string, hint?: string, attrs: Record<string, string | number | boolean> = {}) => (
-    <TextInput id={`oidc-${name}`} name={name} label={label} value={v[name]} hint={hint} error={e[name]} attrs={attrs} />
-  );
-  const example = `${c.get("deps").config.baseUrl.replace(/\/+$/, "")}/user/oidc/${v.slug || "<slug>"}/callback`;
-  return (
-    <form class="card admin-form" method="post" action={action}>
-      <FormToken signedIn={c.get("signedIn")} />
-      {shown.errors.form && <Notice kind="error">{shown.errors.form}</Notice>}
-      {field("label", t("oidc.field.label"), undefined, { maxlength: 60, required: true })}
-      {field("slug", t("oidc.field.slug"), t("oidc.field.slugHint", { example }), { maxlength: 32, required: true, pattern: "[a-z0-9][a-z0-9\\-]{0,31}" })}
-      {field("issuer", t("oidc.field.issuer"), t("oidc.field.issuerHint"), {
-        maxlength: 500,
-        required: true,
-        placeholder: "https://auth.example.com/application/o/images/",
-      })}
-      {field("client_id", t("oidc.field.clientId"), undefined, { maxlength: 300, required: true })}
-      <TextInput
-        id="oidc-client_secret"
-        name="client_secret"
-        type="password"
-        label={t("oidc.field.clientSecret")}
-        hint={t("oidc.field.clientSecretHint", { set: provider?.client_secret_set ? "yes" : "no" })}
-        error={e.client_secret}
-        attrs={{ maxlength: 1000, autocomplete: "new-password" }}
-      />
-      {provider?.client_secret_set && (
-        <Switch id="oidc-clear_secret" name="clear_secret" label={t("oidc.field.clientSecretClear")} checked={v.clear_secret === "1"} />
-      )}
-      {field("scopes", t("oidc.field.scopes"), undefined, { maxlength: 500 })}
-      {field("username_claim", t("oidc.field.usernameClaim"), undefined, { maxlength: 100 })}
-      {field("email_claim", t("oidc.field.emailClaim"), undefined, { maxlength: 100 })}
-      {field("groups_claim", t("oidc.field.groupsClaim"), t("oidc.field.groupsClaimHint"), { maxlength: 100 })}
-      {field("admin_group", t("oidc.field.adminGroup"), t("oidc.field.adminGroupHint"), { maxlength: 200 })}
-      <div class="field">
-        <label for="oidc-group_map">{t("oidc.field.groupMap")}</label>
-        <textarea
-          id="oidc-group_map"
-          name="group_map"
-          rows={3}
-          spellcheck={false}
-          aria-describedby={`oidc-group_map-hint${e.group_map ? " oidc-group_map-error" : ""}`}
-          aria-invalid={e.group_map ? "true" : undefined}
-        >
-          {v.group_map ?? ""}
-        </textarea>
-        <small id="oidc-group_map-hint" class="hint">
-          {t("oidc.field.groupMapHint")}
-        </small>
-        {e.group_map && (
-          <small id="oidc-group_map-error" class="field-error">
-            {e.group_map}
-          </small>
-        )}
-      </div>
-      <Switch
-        id="oidc-auto_provision"
-        name="auto_provision"
-        label={t("oidc.field.autoProvision")}
-        checked={v.auto_provision === "1"}
-        error={e.auto_provision}
-      />
-      <Switch id="oidc-enabled" name="enabled" label={t("oidc.field.enabled")} checked={v.enabled === "1"} error={e.enabled} />
-      <div class="buttons admin-buttons">
-        <button type="submit" class="primary">
-          {t("oidc.admin.save")}
-        </button>
-      </div>
-    </form>
-  );
-}
 
 async function listPage(c: Context<SignedInEnv>, options: { shown?: Shown; notice?: string } = {}, status: 200 | 400 | 415 | 422 = 200) {
   const signedIn = c.get("signedIn");
@@ -269,21 +106,27 @@ async function providerOf(c: Context<SignedInEnv>): Promise<ApiProvider> {
 
 const statusOf = (status: number): 400 | 415 | 422 => (status === 400 || status === 415 ? status : 422);
 
+/**
+ * Sends the form to the API (a new provider, or a change of `provider`); on a refusal, `again` shows the form again
+ * with what was sent (never the secret) and the errors. Returns the saved provider's page.
+ */
+async function save(c: Context<SignedInEnv>, provider: ApiProvider | null, again: (shown: Shown, status: 400 | 415 | 422) => Promise<Response>) {
+  const form = await readForm(c);
+  const values = Object.fromEntries(FIELDS.map((n) => [n, n === "client_secret" ? "" : formField(form, n)]));
+  const { body, mapError } = bodyOf(form, provider !== null);
+  if (mapError) return again({ values, errors: { fields: { group_map: mapError } } }, 422);
+  const answer = provider ? await adminApi<ApiProvider>(c, "PATCH", `${API}/${provider.id}`, body) : await adminApi<ApiProvider>(c, "POST", API, body);
+  if (!answer.ok) {
+    if (answer.status >= 500) throw new Error(`the admin API answered ${answer.status}: ${answer.message}`);
+    return again({ values, errors: errorsOf(answer, FIELDS) }, statusOf(answer.status));
+  }
+  return c.redirect(`${PAGE}/${answer.data.id}?done=saved`, 303);
+}
+
 export function register(web: Hono<WebEnv>) {
   web.get("/admin/sign-in", requireAdminSession, (c) => listPage(c, { notice: c.req.query("done") === "removed" ? t("oidc.admin.removed") : undefined }));
 
-  web.post("/admin/sign-in", requireAdminSession, async (c) => {
-    const form = await readForm(c);
-    const values = Object.fromEntries(FIELDS.map((n) => [n, n === "client_secret" ? "" : formField(form, n)]));
-    const { body, mapError } = bodyOf(form, false);
-    if (mapError) return listPage(c, { shown: { values, errors: { fields: { group_map: mapError } } } }, 422);
-    const answer = await adminApi<ApiProvider>(c, "POST", API, body);
-    if (!answer.ok) {
-      if (answer.status >= 500) throw new Error(`the admin API answered ${answer.status}: ${answer.message}`);
-      return listPage(c, { shown: { values, errors: errorsOf(answer, FIELDS) } }, statusOf(answer.status));
-    }
-    return c.redirect(`${PAGE}/${answer.data.id}?done=saved`, 303);
-  });
+  web.post("/admin/sign-in", requireAdminSession, (c) => save(c, null, (shown, status) => listPage(c, { shown }, status)));
 
   web.get("/admin/sign-in/:id", requireAdminSession, async (c) => {
     const provider = await providerOf(c);
@@ -292,16 +135,7 @@ export function register(web: Hono<WebEnv>) {
 
   web.post("/admin/sign-in/:id", requireAdminSession, async (c) => {
     const provider = await providerOf(c);
-    const form = await readForm(c);
-    const values = Object.fromEntries(FIELDS.map((n) => [n, n === "client_secret" ? "" : formField(form, n)]));
-    const { body, mapError } = bodyOf(form, true);
-    if (mapError) return editPage(c, provider, { values, errors: { fields: { group_map: mapError } } }, 422);
-    const answer = await adminApi<ApiProvider>(c, "PATCH", `${API}/${provider.id}`, body);
-    if (!answer.ok) {
-      if (answer.status >= 500) throw new Error(`the admin API answered ${answer.status}: ${answer.message}`);
-      return editPage(c, provider, { values, errors: errorsOf(answer, FIELDS) }, statusOf(answer.status));
-    }
-    return c.redirect(`${PAGE}/${provider.id}?done=saved`, 303);
+    return save(c, provider, (shown, status) => editPage(c, provider, shown, status));
   });
 
   web.post("/admin/sign-in/:id/delete", requireAdminSession, async (c) => {

@@ -3,32 +3,11 @@ export { BulkForm } from "./bulk.tsx";
 export { Card, Cell, Table } from "./card.tsx";
 export { ConfirmButton, ConfirmFooter, ConfirmPage } from "./confirm.tsx";
 export { CopyButton, CopyField, SecretValue } from "./copy.tsx";
-export {
-  aria,
-  Checkbox,
-  DURATION_PRESETS,
-  DurationInput,
-  describedBy,
-  durationOf,
-  durationText,
-  Field,
-  FieldError,
-  FormToken,
-  Hint,
-  MegapixelInput,
-  type Options,
-  PerPageField,
-  pixelsOf,
-  RadioGroup,
-  Select,
-  SizeInput,
-  sizeKbOf,
-  Switch,
-  TextInput,
-} from "./form.tsx";
+export { aria, Checkbox, describedBy, Field, FieldError, FormToken, Hint, type Options, PerPageField, RadioGroup, Select, Switch, TextInput } from "./form.tsx";
 export { type CardImage, ImageCard, ImageGrid, SELECT_PREFIX } from "./image-card.tsx";
 export { assets, Layout, type Section } from "./layout.tsx";
 export { EmptyState, Notice } from "./notice.tsx";
 export { Pager } from "./pager.tsx";
 export { PreferenceFields } from "./preferences.tsx";
 export { Bytes, formatBytes, UtcTime } from "./time.tsx";
+export { DURATION_PRESETS, DurationInput, durationOf, durationText, MegapixelInput, pixelsOf, SizeInput, sizeKbOf } from "./units.tsx";

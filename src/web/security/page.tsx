@@ -19,10 +19,9 @@ import { formField, readForm } from "../form.ts";
 import { t } from "../i18n/index.ts";
 import { BASE, requireSession, type SignedIn, type SignedInEnv, type WebEnv } from "../session.ts";
 import { boxOf, issuerOf, PasskeyButton, passkeyScripts, relyingParty, reserveCodeTry } from "./shared.tsx";
-import { RecoveryCodes, TotpSetup } from "./sign-in-steps.tsx";
+import { CODE_MAX, RecoveryCodes, TotpSetup } from "./step-pages.tsx";
 
 const PATH = `${BASE}/security`;
-const CODE_MAX = 40;
 
 interface Shown {
   notice?: string;
