@@ -8,7 +8,7 @@ import { notFound } from "../errors.ts";
 import { PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.ts";
 import { findPasswordLink, usePasswordLink } from "../services/password-links.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, Layout, Notice } from "./components/index.ts";
+import { Layout, Notice, PasswordInput } from "./components/index.ts";
 import { rich, t } from "./i18n/index.ts";
 import { BASE, requireThisSite, type WebEnv } from "./session.ts";
 
@@ -19,23 +19,8 @@ function PasswordPage({ token, username, error }: { token: string; username: str
     <Layout title={t("auth.setPassword")}>
       <form class="card narrow" method="post" action={`${BASE}/password/${token}`} novalidate>
         <p>{rich("auth.setPasswordOf", { b: (chunks) => <strong>{chunks}</strong>, username })}</p>
-        <Field label={t("auth.newPassword")} id="password" hint={t("auth.passwordHint", { n: PASSWORD_MIN })}>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            required
-            minlength={PASSWORD_MIN}
-            maxlength={PASSWORD_MAX}
-            aria-invalid={error ? "true" : undefined}
-            aria-describedby={`password-hint${error ? " password-error" : ""}`}
-          />
-          <FieldError id="password" error={error} />
-        </Field>
-        <Field label={t("auth.newPasswordAgain")} id="again">
-          <input id="again" name="again" type="password" autocomplete="new-password" required maxlength={PASSWORD_MAX} />
-        </Field>
+        <PasswordInput name="password" label={t("auth.newPassword")} error={error} purpose="new" />
+        <PasswordInput id="again" name="again" label={t("auth.newPasswordAgain")} purpose="again" />
         <button type="submit" class="primary">
           {t("auth.setPasswordButton")}
         </button>

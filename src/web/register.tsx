@@ -16,7 +16,7 @@ import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from "../services/passwords.
 import { chargeInvitation, findLiveInvitation } from "../services/invitations.ts";
 import { queueEmailVerification } from "./mail/send.ts";
 import { formField, readForm } from "./form.ts";
-import { Field, FieldError, Layout, Notice } from "./components/index.ts";
+import { Field, FieldError, Layout, Notice, PasswordInput } from "./components/index.ts";
 import { rich, t } from "./i18n/index.ts";
 import { BASE, requireThisSite, type WebEnv } from "./session.ts";
 import { completeSignIn } from "./sign-in.ts";
@@ -61,19 +61,7 @@ function RegisterPage({ username = "", email = "", invite = "", inviteGroup, err
           <input id="email" name="email" type="email" value={email} autocomplete="email" required maxlength={254} {...invalid("email")} />
           {error("email")}
         </Field>
-        <Field label={t("auth.password")} id="password" hint={t("auth.passwordHint", { n: PASSWORD_MIN })}>
-          <input
-            id="password"
-            name="password"
-            type="password"
-            autocomplete="new-password"
-            required
-            minlength={PASSWORD_MIN}
-            maxlength={PASSWORD_MAX}
-            {...invalid("password")}
-          />
-          {error("password")}
-        </Field>
+        <PasswordInput name="password" label={t("auth.password")} error={errors.password} purpose="new" />
         <Field label={t("mail.invite.code")} id="invite" hint={t("mail.invite.codeHint")}>
           <input id="invite" name="invite" type="text" value={invite} autocomplete="off" maxlength={100} {...invalid("invite")} />
           {error("invite")}

@@ -44,19 +44,17 @@ export class SignInRequired extends AppError {
 
 const isHttps = <E extends WebEnv>(c: Context<E>) => c.get("deps").config.baseUrl.startsWith("https:");
 
-/** HttpOnly (no script reads it), SameSite=Lax (no cross-site subrequest or form post carries it), Secure behind https, scoped to the pages. */
-export function setSessionCookie<E extends WebEnv>(c: Context<E>, secret: string) {
-  setCookie(c, COOKIE, secret, {
-    path: BASE,
-    httpOnly: true,
-    sameSite: "Lax",
-    secure: isHttps(c),
-    maxAge: Math.floor(SESSION_MAX_MS / 1000),
-  });
+/** A cookie of the pages: HttpOnly (no script reads it), SameSite=Lax (no cross-site subrequest or form post carries it), Secure behind https, scoped to the pages. */
+export function setPagesCookie<E extends WebEnv>(c: Context<E>, name: string, value: string, maxAgeMs: number) {
+  setCookie(c, name, value, { path: BASE, httpOnly: true, sameSite: "Lax", secure: isHttps(c), maxAge: Math.floor(maxAgeMs / 1000) });
 }
 
-export const clearSessionCookie = <E extends WebEnv>(c: Context<E>) =>
-  deleteCookie(c, COOKIE, { path: BASE, secure: isHttps(c), httpOnly: true, sameSite: "Lax" });
+export const clearPagesCookie = <E extends WebEnv>(c: Context<E>, name: string) =>
+  deleteCookie(c, name, { path: BASE, secure: isHttps(c), httpOnly: true, sameSite: "Lax" });
+
+export const setSessionCookie = <E extends WebEnv>(c: Context<E>, secret: string) => setPagesCookie(c, COOKIE, secret, SESSION_MAX_MS);
+
+export const clearSessionCookie = <E extends WebEnv>(c: Context<E>) => clearPagesCookie(c, COOKIE);
 
 export const sessionSecret = <E extends WebEnv>(c: Context<E>) => getCookie(c, COOKIE);
 

@@ -16,7 +16,7 @@
  * 303 to `next` (a page of the user center, checked by safeNext) or to the step still due.
  */
 import type { Context } from "hono";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { getCookie } from "hono/cookie";
 import { getGroup } from "../db/repositories/groups.ts";
 import type { User } from "../db/repositories/users.ts";
 import { forbidden } from "../errors.ts";
@@ -32,7 +32,7 @@ import {
   secondFactorsOf,
   startPendingSignIn,
 } from "../services/sign-in.ts";
-import { BASE, clearSessionCookie, safeNext, sessionSecret, setSessionCookie, type WebEnv } from "./session.ts";
+import { BASE, clearPagesCookie, clearSessionCookie, safeNext, sessionSecret, setPagesCookie, setSessionCookie, type WebEnv } from "./session.ts";
 
 export const SECOND_FACTOR_PATH = `${BASE}/login/second-factor`;
 export const ENROL_PATH = `${BASE}/login/enrol`;
@@ -45,22 +45,12 @@ export interface CompleteSignInOptions {
   multiFactor?: boolean;
 }
 
-const isHttps = <E extends WebEnv>(c: Context<E>) => c.get("deps").config.baseUrl.startsWith("https:");
-
-function setPendingCookie<E extends WebEnv>(c: Context<E>, secret: string) {
-  setCookie(c, PENDING_COOKIE, secret, {
-    path: BASE,
-    httpOnly: true,
-    sameSite: "Lax",
-    secure: isHttps(c),
-    maxAge: Math.floor(PENDING_SIGN_IN_MS / 1000),
-  });
-}
+const setPendingCookie = <E extends WebEnv>(c: Context<E>, secret: string) => setPagesCookie(c, PENDING_COOKIE, secret, PENDING_SIGN_IN_MS);
 
 /** Clears the pending sign-in's cookie when the browser sent one (once per answer: no stray Set-Cookie otherwise). */
 function clearPendingCookie<E extends WebEnv>(c: Context<E>) {
   if (getCookie(c, PENDING_COOKIE) === undefined || c.res.headers.getSetCookie().some((v) => v.startsWith(`${PENDING_COOKIE}=`))) return;
-  deleteCookie(c, PENDING_COOKIE, { path: BASE, secure: isHttps(c), httpOnly: true, sameSite: "Lax" });
+  clearPagesCookie(c, PENDING_COOKIE);
 }
 
 /** This browser's live pending sign-in, or null (a stale cookie is cleared). */

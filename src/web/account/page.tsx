@@ -1,8 +1,7 @@
 /** The account page: email, password, language and theme, and where the account is signed in. */
 import type { Session } from "../../db/repositories/sessions.ts";
-import { PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
 import { describeUserAgent } from "../../services/sessions.ts";
-import { Card, Cell, Checkbox, FormToken, Layout, Notice, PreferenceFields, Table, TextInput, UtcTime } from "../components/index.ts";
+import { Card, Cell, Checkbox, FormToken, Layout, Notice, PasswordInput, PostForm, PreferenceFields, Table, TextInput, UtcTime } from "../components/index.ts";
 import { LOCALE_NAMES, type MessageKey, negotiate, rich, t, view } from "../i18n/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
 
@@ -145,13 +144,6 @@ function Preferences({ signedIn }: { signedIn: SignedIn }) {
   );
 }
 
-const password = (autocomplete: string, extra: Record<string, string | number | boolean> = {}) => ({
-  autocomplete,
-  required: true,
-  maxlength: PASSWORD_MAX,
-  ...extra,
-});
-
 export function AccountPage({ signedIn, shown, sessions }: { signedIn: SignedIn; shown: Shown; sessions: Session[] }) {
   const { notice, refusal, errors = {}, revokeTokens = false } = shown;
   return (
@@ -160,8 +152,7 @@ export function AccountPage({ signedIn, shown, sessions }: { signedIn: SignedIn;
       {refusal && <Notice kind="error">{refusal}</Notice>}
       <Card id="email" title={t("account.email.title")} narrow>
         <p>{rich("account.email.now", { email: <strong data-testid="current-email">{signedIn.user.email}</strong> })}</p>
-        <form method="post" action={`${BASE}/account/email`} novalidate>
-          <FormToken signedIn={signedIn} />
+        <PostForm action={`${BASE}/account/email`} signedIn={signedIn} novalidate>
           <TextInput
             name="email"
             type="email"
@@ -170,51 +161,30 @@ export function AccountPage({ signedIn, shown, sessions }: { signedIn: SignedIn;
             error={errors.email}
             attrs={{ autocomplete: "email", required: true, maxlength: EMAIL_MAX }}
           />
-          <TextInput
+          <PasswordInput
             id="email_password"
             name="current_password"
-            type="password"
             label={t("account.email.password")}
             hint={t("account.email.passwordHint")}
             error={errors.email_password}
-            attrs={password("current-password")}
+            purpose="current"
           />
           <button type="submit" class="primary">
             {t("account.email.submit")}
           </button>
-        </form>
+        </PostForm>
       </Card>
       <Card id="password" title={t("account.password.title")} narrow>
         <p class="muted">{t("account.password.intro")}</p>
-        <form method="post" action={`${BASE}/account/password`} novalidate>
-          <FormToken signedIn={signedIn} />
-          <TextInput
-            name="current_password"
-            type="password"
-            label={t("account.password.current")}
-            error={errors.current_password}
-            attrs={password("current-password")}
-          />
-          <TextInput
-            name="new_password"
-            type="password"
-            label={t("account.password.new")}
-            hint={t("account.password.newHint", { min: PASSWORD_MIN })}
-            error={errors.new_password}
-            attrs={password("new-password", { minlength: PASSWORD_MIN })}
-          />
-          <TextInput
-            name="new_password_again"
-            type="password"
-            label={t("account.password.again")}
-            error={errors.new_password_again}
-            attrs={password("new-password")}
-          />
+        <PostForm action={`${BASE}/account/password`} signedIn={signedIn} novalidate>
+          <PasswordInput name="current_password" label={t("account.password.current")} error={errors.current_password} purpose="current" />
+          <PasswordInput name="new_password" label={t("account.password.new")} error={errors.new_password} purpose="new" />
+          <PasswordInput name="new_password_again" label={t("account.password.again")} error={errors.new_password_again} purpose="again" />
           <Checkbox name="revoke_tokens" label={t("account.password.revokeTokens")} checked={revokeTokens} />
           <button type="submit" class="primary">
             {t("account.password.submit")}
           </button>
-        </form>
+        </PostForm>
       </Card>
       <Card id="security" title={t("security.title")} narrow>
         <p class="muted">{t("security.intro")}</p>

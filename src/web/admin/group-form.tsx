@@ -5,6 +5,7 @@ import { supportedExtensions } from "../../images/formats.ts";
 import { METADATA_POLICIES } from "../../images/metadata/policy.ts";
 import { CONVERT_FORMATS } from "../../images/process.ts";
 import {
+  bindFields,
   Checkbox,
   DURATION_PRESETS,
   DurationInput,
@@ -31,7 +32,8 @@ interface Props {
   errors: Record<string, string>;
 }
 
-const text = (v: GroupValues[string]) => (v === null || v === undefined ? "" : String(v));
+/** The form's fields by name: id `group-<name with dashes>`, value and error. */
+const fieldOf = (v: Props) => bindFields(v.values, v.errors, (name) => `group-${name.replace(/_/g, "-")}`);
 /** A size or pixel value: the API's number, or the text as typed. */
 const amount = (v: GroupValues[string]) => (typeof v === "number" ? v : v === null || v === undefined || v === "" ? null : /^\d+$/.test(v) ? Number(v) : v);
 
@@ -53,22 +55,23 @@ function NumberField({
   required?: boolean;
   v: Props;
 }) {
-  return (
-    <TextInput
-      id={`group-${name.replace(/_/g, "-")}`}
-      name={name}
-      type="number"
-      label={label}
-      hint={hint}
-      value={text(v.values[name])}
-      error={v.errors[name]}
-      attrs={{ min, max, step: 1, inputmode: "numeric", required }}
-    />
-  );
+  return <TextInput {...fieldOf(v)(name)} type="number" label={label} hint={hint} attrs={{ min, max, step: 1, inputmode: "numeric", required }} />;
 }
 
 const Flag = ({ name, label, hint, v }: { name: string; label: string; hint?: string; v: Props }) => (
   <Checkbox id={`group-${name.replace(/_/g, "-")}`} name={name} label={label} hint={hint} checked={v.values[name] === "1"} />
+);
+
+/** A size in KB, entered in KB, MB or GB; its label and hint are `admin.groups.<label>` and `….hint`. */
+const Size = ({ name, label, v }: { name: string; label: string; v: Props }) => (
+  <SizeInput
+    name={name}
+    label={tk(`admin.groups.${label}`)}
+    kb={amount(v.values[name])}
+    hint={tk(`admin.groups.${label}.hint`)}
+    error={v.errors[name]}
+    required
+  />
 );
 
 function Sizes({ v }: { v: Props }) {
@@ -78,14 +81,7 @@ function Sizes({ v }: { v: Props }) {
   return (
     <fieldset class="admin-fieldset">
       <legend>{t("admin.groups.size")}</legend>
-      <SizeInput
-        name="max_file_size_kb"
-        label={t("admin.groups.maxFile")}
-        kb={amount(v.values.max_file_size_kb)}
-        hint={t("admin.groups.maxFile.hint")}
-        error={v.errors.max_file_size_kb}
-        required
-      />
+      <Size name="max_file_size_kb" label="maxFile" v={v} />
       <MegapixelInput
         name="max_pixels"
         label={t("admin.groups.maxPixels")}
@@ -93,14 +89,7 @@ function Sizes({ v }: { v: Props }) {
         hint={t("admin.groups.maxPixels.hint")}
         error={v.errors.max_pixels}
       />
-      <SizeInput
-        name="default_capacity_kb"
-        label={t("admin.groups.capacity")}
-        kb={amount(v.values.default_capacity_kb)}
-        hint={t("admin.groups.capacity.hint")}
-        error={v.errors.default_capacity_kb}
-        required
-      />
+      <Size name="default_capacity_kb" label="capacity" v={v} />
       <DurationInput
         name="retention_max_seconds"
         label={t("admin.groups.retention")}
@@ -124,23 +113,18 @@ const RATES = [
 ] as const;
 
 function Processing({ v }: { v: Props }) {
+  const field = fieldOf(v);
   return (
     <fieldset class="admin-fieldset">
       <legend>{t("admin.groups.processing")}</legend>
       <Select
-        id="group-metadata"
-        name="metadata"
+        {...field("metadata")}
         label={t("admin.groups.metadata")}
-        value={text(v.values.metadata)}
-        error={v.errors.metadata}
         options={METADATA_POLICIES.map((m) => [m, tk(`admin.groups.metadata.${m}`)] as const)}
       />
       <Select
-        id="group-convert-format"
-        name="convert_format"
+        {...field("convert_format")}
         label={t("admin.groups.convert")}
-        value={text(v.values.convert_format)}
-        error={v.errors.convert_format}
         hint={t("admin.groups.convert.hint")}
         options={[["", t("admin.groups.convert.none")], ...CONVERT_FORMATS.map((f) => [f, f.toUpperCase()] as const)]}
       />
@@ -155,29 +139,16 @@ function Processing({ v }: { v: Props }) {
 }
 
 function Review({ v }: { v: Props }) {
+  const field = fieldOf(v);
+  const providers = [
+    ["none", t("admin.groups.review.none")],
+    ["webhook", t("admin.groups.review.webhook")],
+  ] as const;
   return (
     <fieldset class="admin-fieldset">
       <legend>{t("admin.groups.review")}</legend>
-      <Select
-        id="group-review-provider"
-        name="review_provider"
-        label={t("admin.groups.reviewProvider")}
-        value={text(v.values.review_provider)}
-        error={v.errors.review_provider}
-        options={[
-          ["none", t("admin.groups.review.none")],
-          ["webhook", t("admin.groups.review.webhook")],
-        ]}
-      />
-      <TextInput
-        id="group-review-webhook-url"
-        name="review_webhook_url"
-        type="url"
-        label={t("admin.groups.reviewUrl")}
-        hint={t("admin.groups.reviewUrl.hint")}
-        value={text(v.values.review_webhook_url)}
-        error={v.errors.review_webhook_url}
-      />
+      <Select {...field("review_provider")} label={t("admin.groups.reviewProvider")} options={providers} />
+      <TextInput {...field("review_webhook_url")} type="url" label={t("admin.groups.reviewUrl")} hint={t("admin.groups.reviewUrl.hint")} />
       <NumberField
         name="review_timeout_ms"
         label={t("admin.groups.reviewTimeout")}
@@ -212,15 +183,7 @@ export function GroupForm({
       <FormToken signedIn={signedIn} />
       {errors.form && <Notice kind="error">{errors.form}</Notice>}
       {Object.keys(errors.fields).length > 0 && <Notice kind="error">{t("admin.groups.notSaved")}</Notice>}
-      <TextInput
-        id="group-name"
-        name="name"
-        label={t("admin.groups.name")}
-        hint={t("admin.groups.name.hint")}
-        value={text(values.name)}
-        error={errors.fields.name}
-        attrs={{ required: true, maxlength: 100 }}
-      />
+      <TextInput {...fieldOf(v)("name")} label={t("admin.groups.name")} hint={t("admin.groups.name.hint")} attrs={{ required: true, maxlength: 100 }} />
       <fieldset class="admin-fieldset">
         <legend>{t("admin.groups.access")}</legend>
         <Flag name="enabled" label={t("admin.groups.enabled")} hint={t("admin.groups.enabled.hint")} v={v} />

@@ -3,7 +3,7 @@
  * unit, status, role), a password or a one-time link to set one, revoking its tokens and sessions, and its delete
  * (after saying what happens to the images). The forms post to users.tsx, which calls the admin API.
  */
-import { Card, CopyField, formatBytes, FormToken, Notice, RadioGroup, Select, SizeInput, TextInput, UtcTime } from "../components/index.ts";
+import { Card, CopyField, formatBytes, FormToken, Notice, PasswordInput, RadioGroup, Select, SizeInput, TextInput, UtcTime } from "../components/index.ts";
 import { rich, t } from "../i18n/index.ts";
 import type { SignedIn } from "../session.ts";
 import type { Shown } from "./form-kit.ts";
@@ -108,14 +108,7 @@ function PasswordCard({ user, error, link, signedIn }: { user: AdminUser; error?
     <Card id="password" title={t("admin.users.password")}>
       <form method="post" action={`${USERS}/${user.id}/password`}>
         <FormToken signedIn={signedIn} />
-        <TextInput
-          name="password"
-          type="password"
-          label={t("admin.users.password.new")}
-          hint={t("admin.users.password.hint")}
-          error={error}
-          attrs={{ autocomplete: "new-password", required: true }}
-        />
+        <PasswordInput name="password" label={t("admin.users.password.new")} hint={t("admin.users.password.hint")} error={error} purpose="new" />
         <button type="submit">{t("admin.users.password.set")}</button>
       </form>
       <form method="post" action={`${USERS}/${user.id}/password-link`}>

@@ -3,10 +3,25 @@
  * units.tsx). Every control is labelled, and its hint and error are tied to it.
  */
 import type { Child, PropsWithChildren } from "hono/jsx";
+import { PASSWORD_MAX, PASSWORD_MIN } from "../../services/passwords.ts";
 import { num, t } from "../i18n/index.ts";
 import { FORM_TOKEN_FIELD, type SignedIn } from "../session.ts";
 
 export const FormToken = ({ signedIn }: { signedIn: SignedIn }) => <input type="hidden" name={FORM_TOKEN_FIELD} value={signedIn.formToken} />;
+
+/** A form that posts to `action` with the session's form token. */
+export const PostForm = ({
+  action,
+  signedIn,
+  class: cls,
+  novalidate,
+  children,
+}: PropsWithChildren<{ action: string; signedIn: SignedIn; class?: string; novalidate?: boolean }>) => (
+  <form method="post" action={action} class={cls} novalidate={novalidate}>
+    <FormToken signedIn={signedIn} />
+    {children}
+  </form>
+);
 
 /** `aria-describedby` of a control: its hint and its error, when there are. */
 export const describedBy = (id: string, hint: unknown, error: unknown) => [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(" ") || undefined;
@@ -16,6 +31,14 @@ export const aria = (id: string, hint: unknown, error: unknown) => ({
   "aria-invalid": error ? ("true" as const) : undefined,
   "aria-describedby": describedBy(id, hint, error),
 });
+
+/**
+ * A form's fields by name: `field(name)` is the id (`id(name)`), name, value (as text; "" for none) and error to spread
+ * on a TextInput or a Select, so that a field is named once.
+ */
+export const bindFields =
+  (values: Record<string, unknown>, errors: Record<string, string | undefined>, id: (name: string) => string = (name) => name) =>
+  (name: string) => ({ id: id(name), name, value: values[name] === null || values[name] === undefined ? "" : String(values[name]), error: errors[name] });
 
 /** A form field's error, referenced by the control's `aria-describedby` as `<id>-error`. */
 export const FieldError = ({ id, error }: { id: string; error?: string }) =>
@@ -72,6 +95,36 @@ export function TextInput({
       <input id={fid} name={name} type={type} value={type === "password" ? undefined : (value ?? "")} {...attrs} {...aria(fid, hint, error)} />
     </Field>
   );
+}
+
+/**
+ * A password field: required, never shown again, at most the longest password the service takes. `purpose` "new"
+ * asks for one of at least PASSWORD_MIN and says so (unless `hint` says more); "again" repeats a new one.
+ */
+export function PasswordInput({
+  id,
+  name,
+  label,
+  hint,
+  error,
+  purpose,
+}: {
+  id?: string;
+  name: string;
+  label: Child;
+  hint?: Child;
+  error?: string;
+  purpose: "current" | "new" | "again";
+}) {
+  const isNew = purpose === "new";
+  const attrs = {
+    autocomplete: purpose === "current" ? "current-password" : "new-password",
+    required: true,
+    minlength: isNew ? PASSWORD_MIN : undefined,
+    maxlength: PASSWORD_MAX,
+  };
+  const shownHint = hint ?? (isNew ? t("auth.passwordHint", { n: PASSWORD_MIN }) : undefined);
+  return <TextInput id={id} name={name} type="password" label={label} hint={shownHint} error={error} attrs={attrs} />;
 }
 
 export type Options = readonly (readonly [value: string, label: string])[];

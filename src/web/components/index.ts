@@ -3,7 +3,24 @@ export { BulkForm } from "./bulk.tsx";
 export { Card, Cell, Table } from "./card.tsx";
 export { ConfirmButton, ConfirmFooter, ConfirmPage } from "./confirm.tsx";
 export { CopyButton, CopyField, SecretValue } from "./copy.tsx";
-export { aria, Checkbox, describedBy, Field, FieldError, FormToken, Hint, type Options, PerPageField, RadioGroup, Select, Switch, TextInput } from "./form.tsx";
+export {
+  aria,
+  bindFields,
+  Checkbox,
+  describedBy,
+  Field,
+  FieldError,
+  FormToken,
+  Hint,
+  type Options,
+  PasswordInput,
+  PerPageField,
+  PostForm,
+  RadioGroup,
+  Select,
+  Switch,
+  TextInput,
+} from "./form.tsx";
 export { type CardImage, ImageCard, ImageGrid, SELECT_PREFIX } from "./image-card.tsx";
 export { assets, Layout, type Section } from "./layout.tsx";
 export { EmptyState, Notice } from "./notice.tsx";

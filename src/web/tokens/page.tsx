@@ -12,6 +12,7 @@ import {
   Layout,
   Notice,
   Pager,
+  PostForm,
   SecretValue,
   Table,
   TextInput,
@@ -184,8 +185,7 @@ export function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; l
       <TokenList signedIn={signedIn} listing={listing} />
       <Card id="temporary-form" title={t("tokens.temporaryForm.title")}>
         <p class="muted">{t("tokens.temporaryForm.intro")}</p>
-        <form method="post" action={`${BASE}/tokens/temporary`} class="row">
-          <FormToken signedIn={signedIn} />
+        <PostForm action={`${BASE}/tokens/temporary`} signedIn={signedIn} class="row">
           <TextInput
             name="num"
             type="number"
@@ -204,7 +204,7 @@ export function TokensPage({ signedIn, listing, shown }: { signedIn: SignedIn; l
             error={errors.seconds}
           />
           <button type="submit">{t("tokens.temporaryForm.submit")}</button>
-        </form>
+        </PostForm>
       </Card>
     </Layout>
   );

@@ -12,7 +12,6 @@ export default {
   "account.password.intro": "Every other place you are signed in is signed out.",
   "account.password.current": "Current password",
   "account.password.new": "New password",
-  "account.password.newHint": "At least {min, number} characters",
   "account.password.again": "New password, again",
   "account.password.revokeTokens": "Also revoke all my API tokens (permanent and temporary): uploaders using them will get 401 until you give them new ones",
   "account.password.submit": "Change password",

@@ -14,7 +14,6 @@ export default {
   "account.password.intro": "你在其他地方的登录都会退出。",
   "account.password.current": "当前密码",
   "account.password.new": "新密码",
-  "account.password.newHint": "至少 {min, number} 个字符",
   "account.password.again": "再次输入新密码",
   "account.password.revokeTokens": "同时撤销我的全部 API 令牌（永久和临时）：使用它们的上传工具将收到 401，直到你给它们新的令牌",
   "account.password.submit": "修改密码",
