@@ -185,7 +185,7 @@ describe("WEBHOOK_ALLOW and a user's endpoint: the group's grant", () => {
       enabled: "1",
       allow_api: "1",
       max_file_size_kb: "1024",
-      max_pixels: "1000000",
+      max_pixels: "1", // the form speaks megapixels
       default_capacity_kb: "1024",
       convert_quality: "80",
       review_provider: "none",
