@@ -6,6 +6,7 @@
  *   bun scripts/page-sizes.ts                         this checkout's sizes
  *   bun scripts/page-sizes.ts --baseline DIR          DIR's and this checkout's, side by side, with the ratio
  *   bun scripts/page-sizes.ts --json [--root DIR]     one checkout's sizes as JSON (what --baseline runs in DIR)
+ *   --dump OUT                                        also writes each page's HTML to OUT/<page>.html (and OUT/before/)
  *
  * DIR is a checkout of another commit with its dependencies, e.g.
  *   git worktree add --detach /tmp/html-base REF && ln -s "$PWD/node_modules" /tmp/html-base/node_modules
@@ -13,8 +14,8 @@
  * Keys, dates and ids differ between the two runs in value, not in length.
  */
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
-import { resolve } from "node:path";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -22,6 +23,7 @@ const flag = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const root = resolve(flag("--root") ?? resolve(import.meta.dir, ".."));
+const dump = flag("--dump") ? resolve(flag("--dump")!) : undefined;
 process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/postgres";
 
 const PASSWORD = "correct horse battery";
@@ -140,6 +142,10 @@ async function measure(dir: string): Promise<Record<string, { status: number; by
       const res = await who.get(path);
       const body = await res.text();
       out[name] = { status: res.status, bytes: Buffer.byteLength(body), gzip: Bun.gzipSync(body).length };
+      if (dump) {
+        mkdirSync(dump, { recursive: true });
+        writeFileSync(join(dump, `${name}.html`), body);
+      }
     }
     return out;
   } finally {
@@ -158,7 +164,7 @@ const baselineDir = flag("--baseline");
 const here = await measure(root);
 let before: Record<string, { status: number; bytes: number; gzip: number }> | undefined;
 if (baselineDir) {
-  const child = Bun.spawnSync(["bun", import.meta.path, "--json", "--root", resolve(baselineDir)], {
+  const child = Bun.spawnSync(["bun", import.meta.path, "--json", "--root", resolve(baselineDir), ...(dump ? ["--dump", join(dump, "before")] : [])], {
     cwd: resolve(baselineDir),
     env: process.env,
     stderr: "pipe",
