@@ -6,6 +6,7 @@
  *   bun scripts/page-sizes.ts                         this checkout's sizes
  *   bun scripts/page-sizes.ts --baseline DIR          DIR's and this checkout's, side by side, with the ratio
  *   bun scripts/page-sizes.ts --json [--root DIR]     one checkout's sizes as JSON (what --baseline runs in DIR)
+ *   --time N                                          also renders each page N times (in-process) and gives the median ms
  *   --dump OUT                                        also writes each page's HTML to OUT/<page>.html (and OUT/before/)
  *
  * DIR is a checkout of another commit with its dependencies, e.g.
@@ -23,6 +24,7 @@ const flag = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const root = resolve(flag("--root") ?? resolve(import.meta.dir, ".."));
+const times = Number(flag("--time") ?? 0);
 const dump = flag("--dump") ? resolve(flag("--dump")!) : undefined;
 process.env.TEST_DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -65,7 +67,7 @@ function pagesOf(s: { imageKey: string; otherUserId: number; userWebhook: number
   ] as const;
 }
 
-async function measure(dir: string): Promise<Record<string, { status: number; bytes: number; gzip: number }>> {
+async function measure(dir: string): Promise<Record<string, { status: number; bytes: number; gzip: number; ms?: number }>> {
   const harness = await import(`${dir}/test/support/harness.ts`);
   const { visitorClass } = await import(`${dir}/test/support/visitor.ts`);
   const { makeImage, makeNoisyJpeg } = await import(`${dir}/test/support/images.ts`);
@@ -135,13 +137,22 @@ async function measure(dir: string): Promise<Record<string, { status: number; by
       adminWebhook: hook.endpoint?.id ?? hook.id,
       passwordLink: new URL(link.url).pathname,
     });
-    const out: Record<string, { status: number; bytes: number; gzip: number }> = {};
+    const out: Record<string, { status: number; bytes: number; gzip: number; ms?: number }> = {};
     const anonymous = new Visitor();
     for (const [name, path, signed] of pages) {
       const who = signed ? visitor : anonymous;
       const res = await who.get(path);
       const body = await res.text();
       out[name] = { status: res.status, bytes: Buffer.byteLength(body), gzip: Bun.gzipSync(body).length };
+      if (times > 0) {
+        const ms: number[] = [];
+        for (let i = 0; i < times; i++) {
+          const t0 = performance.now();
+          await (await who.get(path)).text();
+          ms.push(performance.now() - t0);
+        }
+        out[name]!.ms = ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)];
+      }
       if (dump) {
         mkdirSync(dump, { recursive: true });
         writeFileSync(join(dump, `${name}.html`), body);
@@ -162,13 +173,24 @@ if (args.includes("--json")) {
 
 const baselineDir = flag("--baseline");
 const here = await measure(root);
-let before: Record<string, { status: number; bytes: number; gzip: number }> | undefined;
+let before: Record<string, { status: number; bytes: number; gzip: number; ms?: number }> | undefined;
 if (baselineDir) {
-  const child = Bun.spawnSync(["bun", import.meta.path, "--json", "--root", resolve(baselineDir), ...(dump ? ["--dump", join(dump, "before")] : [])], {
-    cwd: resolve(baselineDir),
-    env: process.env,
-    stderr: "pipe",
-  });
+  const child = Bun.spawnSync(
+    [
+      "bun",
+      import.meta.path,
+      "--json",
+      "--root",
+      resolve(baselineDir),
+      ...(times ? ["--time", String(times)] : []),
+      ...(dump ? ["--dump", join(dump, "before")] : []),
+    ],
+    {
+      cwd: resolve(baselineDir),
+      env: process.env,
+      stderr: "pipe",
+    },
+  );
   const line = child.stdout.toString().trim().split("\n").at(-1) ?? "";
   if (child.exitCode !== 0 || !line.startsWith("{")) throw new Error(`the baseline's run failed: ${child.stderr.toString().slice(-2000)}`);
   before = JSON.parse(line);
@@ -177,12 +199,13 @@ const rows = Object.entries(here).map(([name, now]) => ({ name, was: before?.[na
 const ratioOf = (a: number, b: number | undefined) => (b ? `${(a / b).toFixed(3)}${a / b >= 1.1 ? " ⚠" : ""}` : "—");
 const size = (r: { status: number; bytes: number } | undefined) => (r ? `${r.bytes}${r.status !== 200 ? ` (${r.status})` : ""}` : "—");
 if (before) {
-  console.log("| page | before (B) | after (B) | after/before | gzip before | gzip after | gzip after/before |");
-  console.log("|---|---:|---:|---:|---:|---:|---:|");
+  const t = times > 0;
+  console.log(`| page | before (B) | after (B) | after/before | gzip before | gzip after | gzip after/before |${t ? " ms before | ms after |" : ""}`);
+  console.log(`|---|---:|---:|---:|---:|---:|---:|${t ? "---:|---:|" : ""}`);
   for (const { name, was, now } of rows) {
     const same = was && was.status === now.status;
     console.log(
-      `| ${name} | ${size(was)} | ${size(now)} | ${same ? ratioOf(now.bytes, was.bytes) : "—"} | ${was?.gzip ?? "—"} | ${now.gzip} | ${same ? ratioOf(now.gzip, was.gzip) : "—"} |`,
+      `| ${name} | ${size(was)} | ${size(now)} | ${same ? ratioOf(now.bytes, was.bytes) : "—"} | ${was?.gzip ?? "—"} | ${now.gzip} | ${same ? ratioOf(now.gzip, was.gzip) : "—"} |${t ? ` ${was?.ms?.toFixed(2) ?? "—"} | ${now.ms?.toFixed(2)} |` : ""}`,
     );
   }
 } else {
