@@ -156,7 +156,7 @@ describe("the site's identity", () => {
     servicesForget();
     const plain = await (await new Visitor().get("/user/login")).text();
     expect(plain).toContain("<title>Sign in · Picshelf</title>");
-    expect(plain).toContain('<svg class="mark"');
+    expect(plain).toContain('<span class="mark" aria-hidden="true"></span>');
     expect(plain).not.toContain("/user/site/");
   });
 

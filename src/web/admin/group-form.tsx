@@ -120,6 +120,7 @@ function Processing({ v }: { v: Props }) {
       <Select
         {...field("metadata")}
         label={t("admin.groups.metadata")}
+        hint={t("admin.groups.metadata.hint")}
         options={METADATA_POLICIES.map((m) => [m, tk(`admin.groups.metadata.${m}`)] as const)}
       />
       <Select

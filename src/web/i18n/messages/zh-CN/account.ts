@@ -40,7 +40,7 @@ export default {
   "account.sessions.unknownDevice": "未知浏览器",
   "account.sessions.on": "{system} 上的 {browser}",
   "account.sessions.signOut": "退出登录",
-  "account.sessions.signOutLabel": "退出当前会话",
+  "account.sessions.signOutLabel": "退出登录（当前会话）",
   "account.sessions.end": "结束会话",
   "account.sessions.endOf": "（{address} 上的 {device}）",
   "account.sessions.endOthers": "退出其他所有地方的登录（{count, plural, other {# 个其他会话}}）",
