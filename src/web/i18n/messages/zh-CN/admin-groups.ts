@@ -68,7 +68,8 @@ export default {
   "admin.groups.metadata.keep": "全部保留",
   "admin.groups.metadata.strip_location": "去除位置",
   "admin.groups.metadata.strip_all": "全部去除",
-  "admin.groups.metadata.hint": "全部保留：按原样存储上传的字节。去除位置：移除 GPS、XMP、IPTC 等，保留其余 EXIF。全部去除：连同其余 EXIF、注释和文本块一并移除。",
+  "admin.groups.metadata.hint":
+    "全部保留：按原样存储上传的字节。去除位置：移除 GPS、XMP、IPTC 等，保留其余 EXIF。全部去除：连同其余 EXIF、注释和文本块一并移除。",
   "admin.groups.metadata.short.keep": "保留",
   "admin.groups.metadata.short.strip_location": "去除位置",
   "admin.groups.metadata.short.strip_all": "全部去除",
