@@ -1,29 +1,19 @@
 /** `bun run cli invitation ...`, a client of the admin API's invitations, against a real server. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { main } from "../../src/cli/index.ts";
 import { invitations } from "../../src/db/schema.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
+import { type CliSite, startCliSite } from "../support/cli-site.ts";
+import type { TestContext } from "../support/harness.ts";
 
+let site: CliSite;
 let ctx: TestContext;
-let server: ReturnType<typeof Bun.serve>;
-let BASE_URL: string;
 beforeAll(async () => {
-  ctx = await createTestContext();
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: ctx.app.fetch });
-  BASE_URL = `http://127.0.0.1:${server.port}`;
+  site = await startCliSite();
+  ctx = site.ctx;
 });
-afterAll(async () => {
-  await server.stop(true);
-  await ctx.close();
-});
+afterAll(() => site.close());
 
-async function cli(args: string[], env: Record<string, string | undefined> = { BASE_URL, ADMIN_TOKEN }) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, env, { out: (s) => out.push(s), err: (s) => err.push(s) });
-  return { code, stdout: out.join("\n"), stderr: err.join("\n") };
-}
+const cli = (args: string[], env?: Record<string, string | undefined>) => site.cli(args, { env });
 
 describe("invitation commands", () => {
   test("help lists them", async () => {

@@ -4,33 +4,24 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { main } from "../../src/cli/index.ts";
 import { oidcProviders } from "../../src/db/schema.ts";
-import { ADMIN_TOKEN, createTestContext, type TestContext } from "../support/harness.ts";
+import { type CliSite, startCliSite } from "../support/cli-site.ts";
+import type { TestContext } from "../support/harness.ts";
 
 setDefaultTimeout(60_000);
 
+let site: CliSite;
 let ctx: TestContext;
-let server: ReturnType<typeof Bun.serve>;
 let BASE_URL: string;
 beforeAll(async () => {
-  ctx = await createTestContext();
-  server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: ctx.app.fetch });
-  BASE_URL = `http://127.0.0.1:${server.port}`;
+  site = await startCliSite();
+  ctx = site.ctx;
+  BASE_URL = site.baseUrl;
   ctx.deps.config.baseUrl = BASE_URL;
 });
-afterAll(async () => {
-  await server.stop(true);
-  await ctx.close();
-});
+afterAll(() => site.close());
 
-async function cli(args: string[], stdin?: string) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const readSecret = stdin === undefined ? undefined : async () => stdin;
-  const code = await main(args, { BASE_URL, ADMIN_TOKEN }, { out: (s) => out.push(s), err: (s) => err.push(s), readSecret });
-  return { code, stdout: out.join("\n"), stderr: err.join("\n") };
-}
+const cli = (args: string[], stdin?: string) => site.cli(args, { stdin });
 async function ok(args: string[], stdin?: string) {
   const r = await cli(args, stdin);
   if (r.code !== 0) throw new Error(`cli ${args.join(" ")} → ${r.code}\n${r.stderr}`);
