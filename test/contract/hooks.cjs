@@ -239,6 +239,19 @@ async function seed() {
   // site-wide webhook endpoints at a public address literal (no DNS), switched off so that nothing is ever sent:
   // the test event's delivery to a disabled endpoint fails at once (and can then be resent)
   s.webhook = await admin("POST", "/api/admin/webhooks", { url: WEBHOOK_URL, events: ["image.uploaded"], description: "Contract" });
+  s.oidc = await admin("POST", "/api/admin/oidc-providers", {
+    slug: "contract",
+    label: "Contract ID",
+    issuer: "https://id.example.com",
+    client_id: "contract",
+  });
+  s.oidcToDelete = await admin("POST", "/api/admin/oidc-providers", {
+    slug: "contract-gone",
+    label: "Gone",
+    issuer: "https://id.example.com",
+    client_id: "gone",
+  });
+  s.invitation = await admin("POST", "/api/admin/invitations", { max_uses: 1 });
   await admin("PATCH", `/api/admin/webhooks/${s.webhook.id}`, { enabled: false });
   s.webhookToDelete = await admin("POST", "/api/admin/webhooks", { url: WEBHOOK_URL, events: ["image.uploaded"] });
   await admin("PATCH", `/api/admin/webhooks/${s.webhookToDelete.id}`, { enabled: false });
@@ -955,5 +968,75 @@ hooks.afterAll((_transactions, done) => {
     .catch((e) => hooks.log(`could not switch the API back on: ${e.message}`))
     .then(() => done());
 });
+
+// --- mail, invitations, second factors, identity providers ----------------------------------------------------
+const SKIP_SMTP = "a sent test mail needs an SMTP server, which the contract run does not start (test/web/mail.test.ts covers it)";
+operation("/api/admin/mail > Read the mail settings", { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
+operation(
+  "/api/admin/mail > Change the mail settings",
+  adminWrite(null, () => ({ email_verification: false }), { smtp_port: "many" }),
+);
+operation("/api/admin/mail/test > Send a test mail", {
+  ...adminWrite(null, () => ({ to: "admin@example.com" }), { to: "not an address" }),
+  200: skip(SKIP_SMTP),
+  503: skip(SKIP_SMTP),
+});
+operation("/api/admin/users/{id}/second-factors > Remove a user's second factors", {
+  200: (t) => missing(`/api/admin/users/${s.alice.id}/second-factors`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/users/${s.alice.id}/second-factors`);
+  },
+  404: missing(`/api/admin/users/${MISSING_ID}/second-factors`),
+  422: missing("/api/admin/users/not-a-number/second-factors"),
+  500: skip(SKIP_500),
+});
+operation("/api/admin/invitations > List the invitations", { 200: asAdmin, 401: wrongAdmin, 422: pageOutOfRange, 500: skip(SKIP_500) });
+operation(
+  "/api/admin/invitations > Make an invitation",
+  adminWrite(null, () => ({ max_uses: 2 }), { max_uses: 0 }),
+);
+operation("/api/admin/invitations/{id} > Withdraw an invitation", {
+  200: (t) => missing(`/api/admin/invitations/${s.invitation.id}`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/invitations/${s.invitation.id}`);
+  },
+  404: missing(`/api/admin/invitations/${MISSING_ID}`),
+  422: missing("/api/admin/invitations/not-a-number"),
+  500: skip(SKIP_500),
+});
+operation("/api/admin/oidc-providers > List the OpenID Connect providers", { 200: asAdmin, 401: wrongAdmin, 500: skip(SKIP_500) });
+let oidcSeq = 0;
+operation(
+  "/api/admin/oidc-providers > Add an OpenID Connect provider",
+  adminWrite(null, () => ({ slug: `contract-${++oidcSeq}`, label: "Contract", issuer: "https://id.example.com", client_id: "c" }), { slug: "Not A Slug" }),
+);
+const onOidc = (provider) => ({
+  200: (t) => missing(`/api/admin/oidc-providers/${provider().id}`)(t),
+  401: (t) => {
+    wrongAdmin(t);
+    target(t, `/api/admin/oidc-providers/${provider().id}`);
+  },
+  404: missing(`/api/admin/oidc-providers/${MISSING_ID}`),
+  422: missing("/api/admin/oidc-providers/not-a-number"),
+  500: skip(SKIP_500),
+});
+operation(
+  "/api/admin/oidc-providers/{id} > Read an OpenID Connect provider",
+  onOidc(() => s.oidc),
+);
+operation("/api/admin/oidc-providers/{id} > Change an OpenID Connect provider", {
+  ...adminWrite(
+    () => `/api/admin/oidc-providers/${s.oidc.id}`,
+    () => ({ label: "Contract changed" }),
+    { issuer: "not a url" },
+  ),
+  404: missing(`/api/admin/oidc-providers/${MISSING_ID}`, { label: "x" }),
+});
+operation(
+  "/api/admin/oidc-providers/{id} > Remove an OpenID Connect provider",
+  onOidc(() => s.oidcToDelete),
+);
 
 module.exports = { cases };
