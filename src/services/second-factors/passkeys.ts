@@ -86,13 +86,7 @@ export async function registrationOptions(
     excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: p.transports })),
     authenticatorSelection: { residentKey: "preferred", userVerification: "preferred" },
   });
-  await insertPasskeyChallenge(db, {
-    challenge: options.challenge,
-    purpose: "register",
-    userId: account.id,
-    ...ownerColumns(owner),
-    expiresAt: new Date(now.getTime() + CHALLENGE_MS),
-  });
+  await keepChallenge(db, options.challenge, "register", account.id, owner, now);
   return options;
 }
 
@@ -138,6 +132,10 @@ export async function registerPasskey(
   return passkey;
 }
 
+/** A challenge given to `owner`, kept CHALLENGE_MS for the one answer that may take it. */
+const keepChallenge = (db: Executor, challenge: string, purpose: "register" | "authenticate", userId: number | null, owner: ChallengeOwner, now: Date) =>
+  insertPasskeyChallenge(db, { challenge, purpose, userId, ...ownerColumns(owner), expiresAt: new Date(now.getTime() + CHALLENGE_MS) });
+
 export const cleanName = (name: string) => [...name.replace(/\p{Cc}/gu, "").trim()].slice(0, PASSKEY_NAME_MAX).join("").trim();
 
 /**
@@ -151,13 +149,7 @@ export async function authenticationOptions(db: Executor, rp: RelyingParty, user
     allowCredentials: allowed.map((p) => ({ id: p.credentialId, transports: p.transports })),
     userVerification: userId === null ? "required" : "preferred",
   });
-  await insertPasskeyChallenge(db, {
-    challenge: options.challenge,
-    purpose: "authenticate",
-    userId,
-    ...ownerColumns(owner),
-    expiresAt: new Date(now.getTime() + CHALLENGE_MS),
-  });
+  await keepChallenge(db, options.challenge, "authenticate", userId, owner, now);
   return options;
 }
 
