@@ -65,7 +65,7 @@ export function registerImagePage(web: Hono<WebEnv>) {
       ["images.facts.metadata", metadataText(image.metadataRemoved)],
     ];
     return c.html(
-      <Layout title={image.originName} signedIn={signedIn} active="images" here={here}>
+      <Layout title={image.originName} signedIn={signedIn} active="images">
         <p>
           <a href={`${BASE}/images?page=1`}>← {t("images.page.all")}</a>
         </p>

@@ -78,7 +78,7 @@ async function renderList(c: Context<SignedInEnv>) {
   const filtered = !!state.q || state.visibility !== undefined || state.album !== undefined || state.sort !== "newest";
   const title = current ? t("images.title.album", { name: current.name }) : album === null ? t("images.title.noAlbum") : t("images.title.all");
   return c.html(
-    <Layout title={title} signedIn={signedIn} active="images" here={back}>
+    <Layout title={title} signedIn={signedIn} active="images">
       <ListNotices query={query} />
       <Filters state={state} qError={qError} albums={albums} filtered={filtered} />
       {qError ? (

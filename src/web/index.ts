@@ -23,7 +23,7 @@ import * as dashboard from "./dashboard.tsx";
 import { ErrorPage } from "./error-page.tsx";
 import * as images from "./images.tsx";
 import * as integrations from "./integrations.tsx";
-import { assets } from "./components/index.ts";
+import { allAssets } from "./components/index.ts";
 import { makeView, negotiate, t, withView } from "./i18n/index.ts";
 import * as login from "./login.tsx";
 import * as oidc from "./oidc/index.ts";
@@ -92,9 +92,8 @@ function createWebApp() {
     const locale = negotiate(null, accept, identity.defaultLocale);
     return withView(makeView(locale, identity, themeOf(c), accept), next);
   });
-  for (const file of Object.values(assets)) {
-    const type = file.name.endsWith(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8";
-    web.get(`/assets/${file.name}`, (c) => c.body(file.body, 200, { "content-type": type, "cache-control": "public, max-age=86400" }));
+  for (const file of allAssets()) {
+    web.get(`/assets/${file.name}`, (c) => c.body(file.body, 200, { "content-type": file.type, "cache-control": "public, max-age=86400" }));
   }
 
   web.get("/", (c) => c.redirect(`${BASE}/dashboard`, 303));

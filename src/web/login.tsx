@@ -1,10 +1,11 @@
 /** Sign-in (username or email, and password) and sign-out. */
 import type { Context, Hono } from "hono";
-import { listOidcProviders, type OidcProvider } from "../db/repositories/oidc.ts";
+import type { OidcProvider } from "../db/repositories/oidc.ts";
 import { findUserForSignIn } from "../db/repositories/sessions.ts";
 import { AppError } from "../errors.ts";
 import { addressBucket, clientIp, currentSettings } from "../http/auth.ts";
 import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../http/throttle.ts";
+import { signInProvidersOf } from "../services/oidc/providers.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { endSession, isFormTokenOf, resolveSession } from "../services/sessions.ts";
 import { formField, readForm } from "./form.ts";
@@ -93,7 +94,7 @@ export function register(web: Hono<WebEnv>) {
     status: 200 | 401 | 403 | 422 | 429 = 200,
   ) => {
     const settings = await currentSettings(c.get("deps"));
-    const providers = await listOidcProviders(c.get("deps").db, true);
+    const providers = await signInProvidersOf(c.get("deps"));
     return c.html(<LoginPage {...form} registration={settings.registrationEnabled} providers={providers} passwordSignIn={settings.passwordSignIn} />, status);
   };
 

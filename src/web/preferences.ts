@@ -24,13 +24,28 @@ export function register(web: Hono<WebEnv>) {
     const deps = c.get("deps");
     const { user } = c.get("signedIn");
     const form = await readForm(c);
-    const theme = formField(form, "theme") as Theme;
-    const locale = formField(form, "locale");
-    if (!THEMES.includes(theme)) throw validationError({ theme: ["Choose system, light or dark."] });
-    if (locale !== "" && !isLocale(locale)) throw validationError({ locale: ["Choose a language of this site."] });
+    // each choice is optional: the account menu sends one, the account page both
+    const theme = Object.hasOwn(form, "theme") ? (formField(form, "theme") as Theme) : undefined;
+    const locale = Object.hasOwn(form, "locale") ? formField(form, "locale") : undefined;
+    if (theme !== undefined && !THEMES.includes(theme)) throw validationError({ theme: ["Choose system, light or dark."] });
+    if (locale !== undefined && locale !== "" && !isLocale(locale)) throw validationError({ locale: ["Choose a language of this site."] });
     const secure = deps.config.baseUrl.startsWith("https:");
-    if (theme !== themeOf(c)) setCookie(c, THEME_COOKIE, theme, { path: BASE, sameSite: "Lax", secure, httpOnly: true, maxAge: theme === "system" ? 0 : YEAR });
-    if ((user.locale ?? "") !== locale) await updateUser(deps.db, user.id, { locale: locale || null });
-    return c.redirect(safeNext(formField(form, "back") || undefined), 303);
+    if (theme !== undefined && theme !== themeOf(c))
+      setCookie(c, THEME_COOKIE, theme, { path: BASE, sameSite: "Lax", secure, httpOnly: true, maxAge: theme === "system" ? 0 : YEAR });
+    if (locale !== undefined && (user.locale ?? "") !== locale) await updateUser(deps.db, user.id, { locale: locale || null });
+    return c.redirect(safeNext(formField(form, "back") || sameSitePage(c)), 303);
   });
+}
+
+/** The page the menu was used on, from the Referer the pages send to their own site (Referrer-Policy: same-origin). */
+function sameSitePage<E extends WebEnv>(c: Context<E>): string | undefined {
+  const referer = c.req.header("referer");
+  if (!referer) return undefined;
+  try {
+    const from = new URL(referer);
+    const ours = from.origin === new URL(c.get("deps").config.baseUrl).origin || from.origin === new URL(c.req.url).origin;
+    return ours ? from.pathname + from.search : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,10 +1,11 @@
 /**
  * Upload: the page sends each file to POST /api/v1/upload itself (upload.js), with a short-lived temporary upload
  * token that it obtains here for the signed-in account. There is no second upload path: every check and refusal is
- * the API's. The script's words come from the catalogs, in a JSON block of the page.
+ * the API's. The script's words come from the catalogs: one script file per language, its words before upload.js,
+ * kept by the browser like the other assets.
  */
+import { readFileSync } from "node:fs";
 import type { Hono } from "hono";
-import { raw } from "hono/html";
 import { ALBUMS_PER_ACCOUNT } from "../db/repositories/albums.ts";
 import { findImageForOwner } from "../db/repositories/images.ts";
 import { listAlbumsForOwner } from "../db/repositories/sessions.ts";
@@ -15,8 +16,8 @@ import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { respond } from "../http/envelope.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issueAccountTemporaryTokens } from "../services/tokens.ts";
-import { assets, durationText, Notice, Layout, RadioGroup, Select, TextInput } from "./components/index.ts";
-import { type MessageKey, num, rich, t } from "./i18n/index.ts";
+import { type Asset, asset, durationText, Notice, Layout, RadioGroup, Select, TextInput } from "./components/index.ts";
+import { LOCALES, type Locale, makeView, type MessageKey, num, rich, t, view, withView } from "./i18n/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** Albums offered in the upload form at most (by name). */
@@ -68,9 +69,13 @@ const HOLES = {
 function scriptMessages(): string {
   const messages: Record<string, string> = Object.fromEntries(SCRIPT_MESSAGES.map((k) => [k, t(`upload.js.${k}` as MessageKey, HOLES)]));
   Object.assign(messages, { mdLink: t("images.snippet.mdLinkShort"), mdLinkName: t("images.snippet.mdLink"), responsive: t("images.snippet.responsive") });
-  // inside <script>: no "<" can close it
-  return JSON.stringify(messages).replace(/</g, "\\u003c");
+  return JSON.stringify(messages);
 }
+
+const script = readFileSync(new URL("./assets/upload.js", import.meta.url), "utf8");
+const uploadScripts = Object.fromEntries(
+  LOCALES.map((l) => [l, withView(makeView(l), () => asset(`upload.${l}.js`, `"use strict";\nself.uploadMessages = ${scriptMessages()};\n${script}`))]),
+) as Record<Locale, Asset>;
 
 export function register(web: Hono<WebEnv>) {
   web.get("/upload", requireSession, async (c) => {
@@ -82,13 +87,10 @@ export function register(web: Hono<WebEnv>) {
     const maxBytes = group.maxFileSizeKb * 1024;
     const unit = sizeUnitFor(maxBytes);
     return c.html(
-      <Layout title={t("upload.title")} signedIn={signedIn} active="upload" scripts={[assets.upload.href]}>
+      <Layout title={t("upload.title")} signedIn={signedIn} active="upload" scripts={[uploadScripts[view().locale].href]}>
         <noscript>
           <Notice kind="error">{t("upload.noscript")}</Notice>
         </noscript>
-        <script type="application/json" id="upload-messages">
-          {raw(scriptMessages())}
-        </script>
         <form
           id="upload-form"
           class="card"

@@ -102,8 +102,8 @@ const seeded = {
 const PAGES: PageDef[] = [
   // signed in: the user center (as an administrator: the menu has one item more)
   { name: "dashboard", route: "/user/dashboard", path: () => "/user/dashboard", signedIn: true },
-  { name: "menu-account", route: "/user/dashboard", path: () => "/user/dashboard", signedIn: true, open: "details.account-menu" },
-  { name: "menu-nav", route: "/user/dashboard", path: () => "/user/dashboard", signedIn: true, open: "details.site-nav", width: "phone" },
+  { name: "menu-account", route: "/user/dashboard", path: () => "/user/dashboard", signedIn: true, open: "details.menu" },
+  { name: "menu-nav", route: "/user/dashboard", path: () => "/user/dashboard", signedIn: true, open: "details.nav", width: "phone" },
   { name: "upload", route: "/user/upload", path: () => "/user/upload", signedIn: true },
   { name: "images", route: "/user/images", path: () => "/user/images", signedIn: true },
   { name: "images-empty", route: "/user/images", path: () => "/user/images?q=nothing-is-called-this", signedIn: true },
@@ -392,19 +392,37 @@ async function signIn(page: Page) {
   await Promise.all([page.waitForURL(`${origin}/user/dashboard`), page.locator('form[action$="/login"] button[type="submit"]').click()]);
 }
 
-/** The account menu's preferences, chosen as a person would: open the menu, pick, save. */
-async function choose(page: Page, theme: string, locale: string) {
-  const menu = page.locator("details.account-menu");
+async function openMenu(page: Page) {
+  const menu = page.locator("details.menu");
   if (!(await menu.evaluate((d) => (d as HTMLDetailsElement).open))) await menu.locator("summary").click();
-  await menu.locator('select[name="theme"]').selectOption(theme);
-  await menu.locator('select[name="locale"]').selectOption(locale);
-  await Promise.all([page.waitForEvent("load"), menu.locator('form[action$="/preferences"] button[type="submit"]').click()]);
+  return menu;
+}
+
+/** The account menu's remembered choices, made as a person would: the dark-mode switch until the theme is `theme`, then the language's button. */
+async function chooseInMenu(page: Page, theme: Theme, locale: Lang) {
+  for (let presses = 0; presses < 2; presses++) {
+    const switchOn = (await page.locator('details.menu button[name="theme"]').getAttribute("aria-pressed")) === "true";
+    if ((await page.evaluate(() => document.documentElement.dataset.theme)) === theme && switchOn === (theme === "dark")) break;
+    const menu = await openMenu(page);
+    await Promise.all([page.waitForEvent("load"), menu.locator('button[name="theme"]').click()]);
+  }
+  if ((await page.evaluate(() => document.documentElement.lang)) !== locale) {
+    const menu = await openMenu(page);
+    await Promise.all([page.waitForEvent("load"), menu.locator(`button[name="locale"][value="${locale}"]`).click()]);
+  }
+}
+
+/** The account page's full choice: the theme ("system": as the device) and the language ("": as the browser says). */
+async function chooseOnAccountPage(page: Page, theme: Theme | "system", locale: Lang | "") {
+  await page.goto(`${origin}/user/account`);
+  await page.locator("#account-theme").selectOption(theme);
+  await page.locator("#account-locale").selectOption(locale);
+  await Promise.all([page.waitForEvent("load"), page.locator('form:has(#account-theme) button[type="submit"]').click()]);
 }
 
 async function signOut(page: Page) {
-  const menu = page.locator("details.account-menu");
-  if (!(await menu.evaluate((d) => (d as HTMLDetailsElement).open))) await menu.locator("summary").click();
-  await Promise.all([page.waitForURL(/\/user\/login/), menu.locator('form[action$="/logout"] button[type="submit"]').click()]);
+  const menu = await openMenu(page);
+  await Promise.all([page.waitForURL(/\/user\/login/), menu.locator('button[formaction$="/logout"]').click()]);
 }
 
 const ms = (n: number) => `${Math.round(n)} ms`;
@@ -508,8 +526,8 @@ async function runMode(mode: Mode) {
     const { page } = signed;
     await signIn(page);
     // the remembered switch (desktop), or nothing remembered (phone: back to following the device and the browser)
-    if (mode.saved) await choose(page, mode.theme, mode.lang);
-    else await choose(page, "system", "");
+    if (mode.saved) await chooseInMenu(page, mode.theme, mode.lang);
+    else await chooseOnAccountPage(page, "system", "");
     await inTabs(
       page,
       pages.filter((p) => p.signedIn),
@@ -517,7 +535,7 @@ async function runMode(mode: Mode) {
       out,
     );
     // nothing saved stays on the account for the next mode; the theme cookie stays in this browser
-    if (mode.saved) await choose(page, mode.theme, "");
+    if (mode.saved) await chooseOnAccountPage(page, mode.theme, "");
     await signOut(page);
     themeCookies = (await signed.context.cookies()).filter((c) => c.name === "ih_theme");
     if (mode.saved && themeCookies.length !== 1) out.problems.push(`${mode.name}: no ih_theme cookie after the account menu's choice`);
@@ -607,7 +625,7 @@ async function seed() {
   const page = await site.context.newPage();
   await signIn(page);
   await page.goto(`${origin}/user/webhooks`);
-  const csrf = await page.locator('meta[name="csrf-token"]').getAttribute("content");
+  const csrf = await page.locator('details.menu input[name="_csrf"]').inputValue();
   const made = await page.request.post(`${origin}/user/webhooks`, {
     form: { _csrf: csrf!, url: "http://127.0.0.1:9/my-hook", description: "Sync to my notes", "event_image.uploaded": "1", "event_image.deleted": "1" },
     headers: { origin },

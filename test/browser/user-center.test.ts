@@ -277,7 +277,7 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
 
   test("signs out: the sign-in page says so, and the pages are closed again", async () => {
     // Sign out is in the account menu, named after the user
-    await page.locator("details.account-menu > summary").click();
+    await page.locator("details.menu > summary").click();
     await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.waitForURL(`${origin}/user/login?signed_out`);
     await page.getByText("You have signed out.").waitFor();
@@ -317,7 +317,7 @@ describe.skipIf(!hasChromium)("the user center in Chromium", () => {
     await phone.setViewportSize({ width: 390, height: 844 });
     // alice again, who has images
     await phone.goto(`${origin}/user/dashboard`);
-    await phone.locator("details.account-menu > summary").click();
+    await phone.locator("details.menu > summary").click();
     await phone.getByRole("button", { name: "Sign out", exact: true }).click();
     await phone.waitForURL(/signed_out/);
     await shot(phone, "20-phone-sign-in");

@@ -39,7 +39,7 @@ async function userWithPassword(c: TestContext = ctx) {
   return { ...user, username, email: `${username}@example.com` };
 }
 
-const formTokenIn = (html: string) => /<meta name="csrf-token" content="([^"]+)"/.exec(html)?.[1];
+const formTokenIn = (html: string) => /<input type="hidden" name="_csrf" value="([^"]+)"/.exec(html)?.[1];
 
 /** A browser in-process (cookie, form token, this site's Origin). */
 class Visitor {

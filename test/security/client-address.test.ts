@@ -118,7 +118,7 @@ describe("one address's failures never throttle another", () => {
     const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
     const page = await send(from, { path: "/user/admin/users", headers: { cookie, accept: "text/html" } });
     expect(page.status).toBe(200);
-    const csrf = /<meta name="csrf-token" content="([^"]+)"/.exec(page.body)![1]!;
+    const csrf = /<input type="hidden" name="_csrf" value="([^"]+)"/.exec(page.body)![1]!;
     for (let i = 0; i < BURST + 2; i++) {
       const name = `pg_${i}_${Math.random().toString(36).slice(2, 7)}`;
       const created = await send(from, {

@@ -1,7 +1,7 @@
 /** An in-process browser for the user center's route tests: keeps the session cookie and the page's form token. */
 import { BASE_URL, type TestContext } from "./harness.ts";
 
-export const formTokenIn = (html: string) => /<meta name="csrf-token" content="([^"]+)"/.exec(html)?.[1];
+export const formTokenIn = (html: string) => /<input type="hidden" name="_csrf" value="([^"]+)"/.exec(html)?.[1];
 
 /** The Visitor class of a test file: requests go to `context()`'s app, each visitor from `nextAddress()` by default. */
 export function visitorClass(context: () => TestContext, nextAddress: () => string, password = "correct horse battery") {

@@ -287,7 +287,7 @@ describe("the account's language and theme", () => {
   test("the page's form is the account menu's preferences: the language is saved on the account, the theme in this browser", async () => {
     const { user, visitor } = await signedIn();
     const page = await (await visitor.get("/user/account")).text();
-    const form = /<form method="post" action="\/user\/preferences">([\s\S]*?)<\/form>/.exec(page)![1]!;
+    const form = /<form method="post" action="\/user\/preferences">((?:(?!<\/form>)[\s\S])*?id="account-theme"[\s\S]*?)<\/form>/.exec(page)![1]!;
     expect(form).toContain('<input type="hidden" name="back" value="/user/account?preferences"/>');
     expect(form).toContain('<option value="" selected="">As the browser says (English)</option>');
     expect(form).toContain('<option value="zh-CN" lang="zh-CN">简体中文</option>');

@@ -118,7 +118,7 @@ describe("users", () => {
     expect((await visitor.post(`/user/admin/users/${user.id}/edit`, { capacity_kb: "2", capacity_kb_unit: "GB" })).status).toBe(303);
     expect((await ctx.db.select().from(users).where(eq(users.id, user.id)))[0]!.capacityKb).toBe(2 * 1024 * 1024);
     expect(await (await visitor.get(`/user/admin/users/${user.id}`)).text()).toMatch(
-      /<input id="capacity-kb" name="capacity_kb" type="number"[^>]* value="2"[^<]*<label[^<]*<\/label><select id="capacity-kb-unit" name="capacity_kb_unit">(<option value="[KM]B">[KM]B<\/option>){2}<option value="GB" selected="">GB<\/option>/,
+      /<input id="capacity-kb" name="capacity_kb" type="number"[^>]* value="2"[^<]*<select name="capacity_kb_unit" aria-label="Unit of Capacity">(<option value="[KM]B">[KM]B<\/option>){2}<option value="GB" selected="">GB<\/option>/,
     );
     const noGroup = await visitor.post(`/user/admin/users/${user.id}/edit`, { group_id: "999999" });
     expect(noGroup.status).toBe(422);

@@ -117,7 +117,39 @@ describe("which language", () => {
     expect(cookie).toMatch(/^ih_theme=dark; Max-Age=\d+; Path=\/user; HttpOnly; SameSite=Lax$/);
     const dark = await (await get(visitor, "/user/account", { cookie: `${visitor.cookie}; ih_theme=dark` })).text();
     expect(dark).toContain('<html lang="en" data-theme="dark">');
-    expect(dark).toContain('<meta name="color-scheme" content="dark"/>');
+    // the account menu's switch: on, and it turns dark mode off (a remembered light theme)
+    expect(dark).toContain('<button name="theme" value="light" aria-pressed="true">Dark mode</button>');
+    const light = await (await get(visitor, "/user/account", { cookie: `${visitor.cookie}; ih_theme=light` })).text();
+    expect(light).toContain('<html lang="en" data-theme="light">');
+    expect(light).toContain('<button name="theme" value="dark" aria-pressed="false">Dark mode</button>');
+    // the account menu sends one choice: the other stays; the answer goes back to the page it was used on
+    const menu = (fields: Record<string, string>, referer?: string) =>
+      ctx.request("/user/preferences", {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          origin: "http://img.test",
+          cookie: `${visitor.cookie}; ih_theme=dark`,
+          "x-forwarded-for": visitor.address,
+          ...(referer ? { referer } : {}),
+        },
+        body: new URLSearchParams({ _csrf: visitor.formToken!, ...fields }).toString(),
+        redirect: "manual",
+      });
+    const language = await menu({ locale: "zh-CN" }, "http://img.test/user/images?page=2");
+    expect([language.status, language.headers.get("location"), language.headers.get("set-cookie")]).toEqual([303, "/user/images?page=2", null]);
+    expect(await (await get(visitor, "/user/account", { cookie: `${visitor.cookie}; ih_theme=dark` })).text()).toContain(
+      '<html lang="zh-CN" data-theme="dark">',
+    );
+    const themeOnly = await menu({ theme: "light" }, "http://img.test/user/albums");
+    expect([themeOnly.status, themeOnly.headers.get("location")]).toEqual([303, "/user/albums"]);
+    expect(themeOnly.headers.get("set-cookie")).toMatch(/^ih_theme=light;/);
+    expect(await (await get(visitor, "/user/account", { cookie: `${visitor.cookie}; ih_theme=light` })).text()).toContain(
+      '<html lang="zh-CN" data-theme="light">',
+    );
+    // a Referer of another site, or outside the pages, is not followed
+    for (const referer of ["https://evil.example/user/albums", "http://img.test/api/v1/profile", "http://img.test/user/logout"])
+      expect((await menu({ locale: "en" }, referer)).headers.get("location")).toBe("/user/dashboard");
     // another origin cannot set it
     const forged = await visitor.post("/user/preferences", { theme: "dark", locale: "" }, { origin: "https://evil.example" });
     expect(forged.status).toBe(403);
@@ -134,11 +166,12 @@ describe("the site's identity", () => {
     servicesForget();
     const login = await (await new Visitor().get("/user/login")).text();
     expect(login).toContain("<title>Sign in · Cat Pictures</title>");
-    const logo = /<img class="logo" src="(\/user\/site\/logo\?v=[0-9a-f]{12})"/.exec(login)?.[1];
+    const logo = /<a class="brand" href="\/user\/login"><img src="(\/user\/site\/logo\?v=[0-9a-f]{12})" alt="" height="28"\/>Cat Pictures<\/a>/.exec(
+      login,
+    )?.[1];
     const icon = /<link rel="icon" href="(\/user\/site\/favicon\?v=[0-9a-f]{12})"/.exec(login)?.[1];
     const accent = /<link rel="stylesheet" href="(\/user\/site\/accent\.css\?v=[0-9a-f]{12})"/.exec(login)?.[1];
     expect([logo, icon, accent].every(Boolean)).toBe(true);
-    expect(login).toContain("<span>Cat Pictures</span>");
     for (const href of [logo!, icon!]) {
       const res = await ctx.request(href);
       expect([res.status, res.headers.get("content-type")]).toEqual([200, "image/png"]);
@@ -156,7 +189,8 @@ describe("the site's identity", () => {
     servicesForget();
     const plain = await (await new Visitor().get("/user/login")).text();
     expect(plain).toContain("<title>Sign in · Picshelf</title>");
-    expect(plain).toContain('<span class="mark" aria-hidden="true"></span>');
+    // the default mark is the stylesheet's, before the name
+    expect(plain).toContain('<a class="brand" href="/user/login">Picshelf</a>');
     expect(plain).not.toContain("/user/site/");
   });
 

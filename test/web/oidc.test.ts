@@ -333,7 +333,7 @@ describe("linking to an existing account", () => {
     expect((await early.signInAs("corp", "fay")).res.headers.get("location")).toBe("/user/oidc/link");
     const stale = await (await early.get("/user/oidc/link")).text();
     expect(stale).not.toContain("/user/oidc/link/session");
-    const token = /<meta name="csrf-token" content="([^"]+)"/.exec(await (await early.get("/user/dashboard")).text())![1]!;
+    const token = /<input type="hidden" name="_csrf" value="([^"]+)"/.exec(await (await early.get("/user/dashboard")).text())![1]!;
     expect((await early.post("/user/oidc/link/session", { _csrf: token })).status).toBe(400);
     expect(await identitiesOf(fay.id)).toHaveLength(0);
     // a sign-in to fay after the request, in the same browser: the page offers Link
@@ -491,7 +491,7 @@ describe("the admin page of providers", () => {
     admin = new Browser();
     expect((await admin.post("/user/login", { login: "root", password: PASSWORD })).status).toBe(303);
     const page = await (await admin.get("/user/admin/sign-in")).text();
-    formToken = /<meta name="csrf-token" content="([^"]+)"/.exec(page)![1]!;
+    formToken = /<input type="hidden" name="_csrf" value="([^"]+)"/.exec(page)![1]!;
   });
 
   test("lists the providers with their redirect URI, adds, changes and removes one through the admin API", async () => {

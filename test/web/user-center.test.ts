@@ -108,11 +108,17 @@ describe("/ for a browser and for an API client", () => {
     const html = await text(res);
     const assets = [...html.matchAll(/(?:href|src)="(\/user\/assets\/[^"]+)"/g)].map((m) => m[1]!);
     expect(assets.length).toBe(2);
-    for (const path of [...assets, "/user/assets/upload.js"]) {
+    for (const path of [...assets, "/user/assets/upload.en.js", "/user/assets/upload.zh-CN.js"]) {
       const asset = await ctx.request(path);
       expect(asset.status).toBe(200);
+      expect(asset.headers.get("cache-control")).toBe("public, max-age=86400");
       expect((await asset.text()).length).toBeGreaterThan(100);
     }
+    // the upload page's script carries its words in the page's language
+    const uploadPage = await text(await visitor.get("/user/upload"));
+    const script = /src="(\/user\/assets\/upload\.en\.js\?v=[0-9a-f]{12})"/.exec(uploadPage)![1]!;
+    expect(await (await ctx.request(script)).text()).toContain('"uploaded":"Uploaded."');
+    expect(await (await ctx.request("/user/assets/upload.zh-CN.js")).text()).toMatch(/"uploaded":"[^"]*[\u4e00-\u9fff]/);
     // nothing from another host: no CDN, no web fonts
     expect(html).not.toMatch(/(src|href)="https?:\/\//);
   });

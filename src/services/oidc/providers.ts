@@ -10,11 +10,13 @@ import {
   type NewOidcProvider,
   OIDC_PROVIDERS_MAX,
   type OidcProvider,
+  listOidcProviders,
   updateOidcProvider,
 } from "../../db/repositories/oidc.ts";
 import { getGroup } from "../../db/repositories/groups.ts";
 import { validationError } from "../../errors.ts";
 import { webhookSettings } from "../../webhooks/settings.ts";
+import { servicesOf } from "../index.ts";
 import { forgetDiscovery } from "./client.ts";
 
 /** What the administrator gives (the admin API's fields, in the repository's names); `clientSecret` in clear. */
@@ -61,6 +63,7 @@ export async function createProvider(
   try {
     const made = await insertOidcProvider(deps.db, { ...input, clientSecret: sealed(deps, input.clientSecret) });
     if (!made) throw validationError({ slug: [`The site holds ${OIDC_PROVIDERS_MAX} providers, the most it may: change one instead.`] });
+    forgetSignInProviders(deps);
     return made;
   } catch (e) {
     if (isUniqueViolation(e)) throw validationError({ slug: ["Another provider has this slug."] });
@@ -73,6 +76,7 @@ export async function changeProvider(deps: Deps, id: number, input: ProviderInpu
   try {
     const changed = await updateOidcProvider(deps.db, id, { ...input, clientSecret: sealed(deps, input.clientSecret) }, deps.clock());
     forgetDiscovery(id);
+    forgetSignInProviders(deps);
     return changed;
   } catch (e) {
     if (isUniqueViolation(e)) throw validationError({ slug: ["Another provider has this slug."] });
@@ -82,8 +86,19 @@ export async function changeProvider(deps: Deps, id: number, input: ProviderInpu
 
 export async function removeProvider(deps: Deps, id: number): Promise<boolean> {
   forgetDiscovery(id);
-  return deleteOidcProvider(deps.db, id);
+  const removed = await deleteOidcProvider(deps.db, id);
+  forgetSignInProviders(deps);
+  return removed;
 }
+
+/**
+ * The enabled providers, as the sign-in page offers them: kept like the other lookups (services/lookup-cache.ts), so
+ * that the sign-in page costs no query for them. A change here is seen at once; made by another instance or the
+ * command line, within LOOKUP_CACHE_MS.
+ */
+export const signInProvidersOf = (deps: Deps) => servicesOf(deps).lookups.remember("oidc:providers", () => listOidcProviders(deps.db, true));
+
+const forgetSignInProviders = (deps: Deps) => servicesOf(deps).lookups.forget("oidc:");
 
 export const findProvider = (deps: Deps, id: number) => getOidcProvider(deps.db, id);
 

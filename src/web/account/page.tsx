@@ -147,7 +147,7 @@ function Preferences({ signedIn }: { signedIn: SignedIn }) {
 export function AccountPage({ signedIn, shown, sessions }: { signedIn: SignedIn; shown: Shown; sessions: Session[] }) {
   const { notice, refusal, errors = {}, revokeTokens = false } = shown;
   return (
-    <Layout title={t("account.title")} signedIn={signedIn} active="account" here={`${BASE}/account`}>
+    <Layout title={t("account.title")} signedIn={signedIn} active="account">
       {notice && <Notice kind="success">{notice}</Notice>}
       {refusal && <Notice kind="error">{refusal}</Notice>}
       <Card id="email" title={t("account.email.title")} narrow>

@@ -56,18 +56,9 @@ export function register(web: Hono<WebEnv>) {
                     <p class="sentence">{sentence(r, names)}</p>
                     <details>
                       <summary>{t("admin.audit.details")}</summary>
-                      <dl class="audit-raw">
-                        <dt>{t("admin.audit.field.actor")}</dt>
-                        <dd>{r.actor}</dd>
-                        <dt>{t("admin.audit.field.action")}</dt>
-                        <dd>
-                          <code>{r.action}</code>
-                        </dd>
-                        <dt>{t("admin.audit.field.target")}</dt>
-                        <dd>{target(r.targetType, r.targetId)}</dd>
-                        <dt>{t("admin.audit.field.fields")}</dt>
-                        <dd>{detail === "{}" ? t("common.dash") : <code>{detail}</code>}</dd>
-                      </dl>
+                      {/* the entry as stored: actor, method and route → target, then the fields sent */}
+                      <code>{`${r.actor} ${r.action} → ${target(r.targetType, r.targetId)}`}</code>
+                      {detail !== "{}" && <code>{detail}</code>}
                     </details>
                   </Cell>
                   <Cell label={t("admin.audit.col.address")}>{r.ip || t("common.dash")}</Cell>

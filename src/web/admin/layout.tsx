@@ -34,9 +34,8 @@ const sections: { id: AdminSection; href: string }[] = [
 ];
 
 export function AdminLayout({ title, signedIn, section, children }: PropsWithChildren<{ title: string; signedIn: SignedIn; section: AdminSection }>) {
-  const here = sections.find((s) => s.id === section)?.href ?? ADMIN;
   return (
-    <Layout title={title} signedIn={signedIn} active="admin" here={here}>
+    <Layout title={title} signedIn={signedIn} active="admin">
       <nav class="admin-nav" aria-label={t("admin.nav.label")}>
         <ul>
           {sections.map((s) => (

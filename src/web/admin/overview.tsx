@@ -178,12 +178,13 @@ export function register(web: Hono<WebEnv>) {
           <BarChart id="bytes-chart" title={t("admin.overview.bytes.chart")} days={f.days} value={(d) => d.bytes} format={formatBytes} />
           <details>
             <summary>{t("admin.overview.table")}</summary>
-            <Table class="list" columns={["day", "uploads", "bytes"].map(col)}>
+            {/* three short columns: they fit a phone as they are */}
+            <Table class="list" stack={false} columns={["day", "uploads", "bytes"].map(col)}>
               {f.days.map((d) => (
                 <tr>
                   <th scope="row">{d.day}</th>
-                  <Cell label={col("uploads")}>{num(d.uploads)}</Cell>
-                  <Cell label={col("bytes")}>{formatBytes(d.bytes)}</Cell>
+                  <td>{num(d.uploads)}</td>
+                  <td>{formatBytes(d.bytes)}</td>
                 </tr>
               ))}
             </Table>

@@ -231,3 +231,12 @@ document.addEventListener("change", (event) => {
   };
   reader.readAsDataURL(file);
 });
+
+// the account menu's dark-mode switch, when the theme is the device's: on as the device is dark, and then it turns
+// dark mode off (a remembered light theme)
+(() => {
+  const button = document.querySelector('details.menu button[name="theme"]');
+  if (!button || document.documentElement.dataset.theme || !window.matchMedia?.("(prefers-color-scheme: dark)").matches) return;
+  button.setAttribute("aria-pressed", "true");
+  button.value = "light";
+})();

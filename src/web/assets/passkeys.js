@@ -4,7 +4,7 @@
 // The server answers { location } to go on to, or an error envelope whose message is shown.
 (() => {
   const lib = window.SimpleWebAuthnBrowser;
-  const csrf = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content");
+  const csrf = document.querySelector('input[name="_csrf"]')?.value;
   const post = async (url, fields) => {
     const body = new URLSearchParams(fields);
     if (csrf) body.set("_csrf", csrf);

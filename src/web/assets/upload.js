@@ -7,16 +7,11 @@
   const input = document.getElementById("files");
   const zone = document.getElementById("drop-zone");
   const list = document.getElementById("upload-list");
-  const formToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute("content") || "";
+  const formToken = document.querySelector('input[name="_csrf"]')?.value || "";
   if (!form || !input || !zone || !list) return;
 
-  // the page's words, from the server's catalogs (its language); "{name}" holes are filled in here
-  let messages = {};
-  try {
-    messages = JSON.parse(document.getElementById("upload-messages")?.textContent || "{}");
-  } catch (_) {
-    messages = {};
-  }
+  // the page's words, from the server's catalogs in the page's language: set before this script, in the same file
+  const messages = self.uploadMessages || {};
   const say = (key, values) => (messages[key] || key).replace(/\{(\w+)\}/g, (hole, name) => (values && name in values ? String(values[name]) : hole));
   const lang = document.documentElement.lang || "en";
   let uploads = 0;

@@ -13,16 +13,21 @@ export function Card({ id, title, narrow, class: extra, children }: PropsWithChi
   );
 }
 
-/** A table whose rows stack on a phone: each cell shows its column's name (`Cell`'s label) before its value. */
+/**
+ * A table whose rows stack on a phone: each cell shows its column's name (`Cell`'s label) before its value. A table
+ * narrow enough for a phone as it is says `stack={false}` (and its cells need no labels).
+ */
 export function Table({
   columns,
   label,
   class: extra,
+  stack = true,
   children,
-}: PropsWithChildren<{ columns: (string | { hidden: string })[]; label?: string; class?: string }>) {
+}: PropsWithChildren<{ columns: (string | { hidden: string })[]; label?: string; class?: string; stack?: boolean }>) {
+  const cls = [stack && "stack", extra].filter(Boolean).join(" ");
   return (
     <div class="table-wrap">
-      <table class={`stack${extra ? ` ${extra}` : ""}`} aria-label={label}>
+      <table class={cls || undefined} aria-label={label}>
         <thead>
           <tr>
             {columns.map((c) => (

@@ -166,13 +166,12 @@ export function RadioGroup({ name, legend, options, value, hint }: { name: strin
   return (
     <fieldset class="field radios" aria-describedby={hint ? `${name}-hint` : undefined}>
       <legend>{legend}</legend>
-      <div class="choices">
-        {options.map(([v, text]) => (
-          <label class="choice">
-            <input type="radio" name={name} value={v} checked={v === value} /> <span>{text}</span>
-          </label>
-        ))}
-      </div>
+      {options.map(([v, text]) => (
+        <label>
+          <input type="radio" name={name} value={v} checked={v === value} />
+          {text}
+        </label>
+      ))}
       <Hint id={name} hint={hint} />
     </fieldset>
   );
@@ -184,7 +183,8 @@ export function Switch({ id, name, label, checked, hint, error }: { id?: string;
   return (
     <div class="field checkbox switch">
       <label for={fid}>
-        <input type="checkbox" id={fid} name={name} value="1" checked={checked} {...aria(fid, hint, error)} /> <span>{label}</span>
+        <input type="checkbox" id={fid} name={name} value="1" checked={checked} {...aria(fid, hint, error)} />
+        {label}
       </label>
       <Hint id={fid} hint={hint} />
       <FieldError id={fid} error={error} />
@@ -198,7 +198,8 @@ export function Checkbox({ id, name, label, checked, hint }: { id?: string; name
   return (
     <div class="field checkbox">
       <label for={fid}>
-        <input type="checkbox" id={fid} name={name} value="1" checked={checked} aria-describedby={hint ? `${fid}-hint` : undefined} /> <span>{label}</span>
+        <input type="checkbox" id={fid} name={name} value="1" checked={checked} aria-describedby={hint ? `${fid}-hint` : undefined} />
+        {label}
       </label>
       <Hint id={fid} hint={hint} />
     </div>

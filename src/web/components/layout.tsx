@@ -3,24 +3,16 @@
  * account menu (theme, language, sign out), the page's title and the footer. Language, theme and site come from the
  * request's view (i18n/index.ts); docs/decisions/pages-design-system.md.
  */
-import { readFileSync } from "node:fs";
 import type { PropsWithChildren } from "hono/jsx";
 import { raw } from "hono/html";
-import { type MessageKey, t, view } from "../i18n/index.ts";
+import { LOCALE_NAMES, LOCALES, type MessageKey, t, view } from "../i18n/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
+import { assetFile } from "./assets.ts";
 import { FormToken } from "./form.tsx";
-import { PreferenceFields } from "./preferences.tsx";
 
-/** The static files of the pages, with a version in their address so that browsers may keep them. */
-const asset = (name: string) => {
-  const body = readFileSync(new URL(`../assets/${name}`, import.meta.url), "utf8");
-  const version = new Bun.CryptoHasher("sha256").update(body).digest("hex").slice(0, 12);
-  return { name, body, href: `${BASE}/assets/${name}?v=${version}` };
-};
 export const assets = {
-  css: asset("style.css"),
-  app: asset("app.js"),
-  upload: asset("upload.js"),
+  css: assetFile("style.css"),
+  app: assetFile("app.js"),
 };
 
 export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "integrations" | "webhooks" | "account" | "admin";
@@ -42,12 +34,7 @@ interface LayoutProps {
   active?: Section;
   /** Scripts of this page beyond the shared one. */
   scripts?: string[];
-  /** Where the page was asked from: the preferences form comes back here. */
-  here?: string;
 }
-
-/** The default mark: a framed picture in the accent colour, drawn by the stylesheet (cached, not in every page). */
-const Mark = () => <span class="mark" aria-hidden="true"></span>;
 
 function NavList({ signedIn, active }: { signedIn: SignedIn; active?: Section }) {
   const items = [...SECTIONS, ...(signedIn.user.role === "admin" ? [{ id: "admin" as const, href: `${BASE}/admin` }] : [])];
@@ -64,32 +51,36 @@ function NavList({ signedIn, active }: { signedIn: SignedIn; active?: Section })
   );
 }
 
-/** The account menu: who is signed in, the theme and the language (saved), and sign out. */
-function AccountMenu({ signedIn, here }: { signedIn: SignedIn; here: string }) {
+/**
+ * The account menu: who is signed in; a dark-mode switch and the other language, both remembered; sign out. One form,
+ * one form token (the pages' scripts read it from here). The full choices, "as the device" and "as the browser says",
+ * are on the account page. With the theme as the device, app.js sets the switch from the device's scheme.
+ */
+// biome-ignore-start lint/a11y/useButtonType: HTML's default, submit, is what these buttons do (the type would be bytes in every page)
+function AccountMenu({ signedIn }: { signedIn: SignedIn }) {
+  const v = view();
+  const dark = v.theme === "dark";
   return (
-    <details class="menu account-menu">
-      <summary>
-        <span class="who">{signedIn.user.username}</span>
-      </summary>
-      <div class="menu-panel">
-        <form method="post" action={`${BASE}/preferences`} class="preferences">
-          <FormToken signedIn={signedIn} />
-          <input type="hidden" name="back" value={here} />
-          <PreferenceFields signedIn={signedIn} prefix="pref" />
-          <button type="submit">{t("common.menu.save")}</button>
-        </form>
-        <form class="signout" method="post" action={`${BASE}/logout`}>
-          <FormToken signedIn={signedIn} />
-          <button type="submit" class="link">
-            {t("common.signOut")}
+    <details class="menu">
+      <summary>{signedIn.user.username}</summary>
+      <form method="post" action={`${BASE}/preferences`}>
+        <FormToken signedIn={signedIn} />
+        <button name="theme" value={dark ? "light" : "dark"} aria-pressed={String(dark)}>
+          {t("common.menu.dark")}
+        </button>
+        {LOCALES.filter((l) => l !== v.locale).map((l) => (
+          <button name="locale" value={l} lang={l}>
+            {LOCALE_NAMES[l]}
           </button>
-        </form>
-      </div>
+        ))}
+        <button formaction={`${BASE}/logout`}>{t("common.signOut")}</button>
+      </form>
     </details>
   );
 }
+// biome-ignore-end lint/a11y/useButtonType: the account menu's buttons
 
-export function Layout({ title, signedIn, active, scripts = [], here, children }: PropsWithChildren<LayoutProps>) {
+export function Layout({ title, signedIn, active, scripts = [], children }: PropsWithChildren<LayoutProps>) {
   const v = view();
   const { site } = v;
   return (
@@ -99,12 +90,10 @@ export function Layout({ title, signedIn, active, scripts = [], here, children }
         <head>
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
-          <meta name="color-scheme" content={v.theme === "system" ? "light dark" : v.theme} />
           <title>{`${title} · ${site.name}`}</title>
           <link rel="icon" href={site.favicon} />
           <link rel="stylesheet" href={assets.css.href} />
           {site.accentCss && <link rel="stylesheet" href={site.accentCss} />}
-          {signedIn && <meta name="csrf-token" content={signedIn.formToken} />}
           <script src={assets.app.href} defer></script>
           {scripts.map((src) => (
             <script src={src} defer></script>
@@ -116,22 +105,19 @@ export function Layout({ title, signedIn, active, scripts = [], here, children }
           </a>
           <header class="top">
             <a class="brand" href={signedIn ? `${BASE}/dashboard` : `${BASE}/login`}>
-              {site.logo ? <img class="logo" src={site.logo} alt="" height="28" /> : <Mark />}
-              <span>{site.name}</span>
+              {site.logo && <img src={site.logo} alt="" height="28" />}
+              {site.name}
             </a>
             {signedIn && (
               <>
                 {/* one list: a row on a wide screen (the stylesheet shows the menu's content), a menu on a phone */}
-                <details class="menu site-nav">
+                <details class="nav">
                   <summary>{t("common.nav.menu")}</summary>
-                  <nav class="menu-panel" aria-label={t("common.nav.label")}>
+                  <nav aria-label={t("common.nav.label")}>
                     <NavList signedIn={signedIn} active={active} />
                   </nav>
                 </details>
-                <AccountMenu
-                  signedIn={signedIn}
-                  here={here ?? (active ? (SECTIONS.find((s) => s.id === active)?.href ?? `${BASE}/dashboard`) : `${BASE}/dashboard`)}
-                />
+                <AccountMenu signedIn={signedIn} />
               </>
             )}
           </header>

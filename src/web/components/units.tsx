@@ -7,21 +7,16 @@ import type { FormFields } from "../form.ts";
 import { type MessageKey, t } from "../i18n/index.ts";
 import { aria, describedBy, FieldError, Hint, type Options } from "./form.tsx";
 
-/** The unit choice beside a number: sends `<name>_unit`, labelled for screen readers by the field it belongs to. */
-function UnitSelect({ id, name, label, units, value }: { id: string; name: string; label: Child; units: Options; value: string }) {
+/** The unit choice beside a number: sends `<name>_unit`, named for screen readers after the field it belongs to. */
+function UnitSelect({ name, label, units, value }: { name: string; label: Child; units: Options; value: string }) {
   return (
-    <>
-      <label for={`${id}-unit`} class="visually-hidden">
-        {typeof label === "string" ? t("common.units.unitOf", { field: label }) : t("common.units.unit")}
-      </label>
-      <select id={`${id}-unit`} name={`${name}_unit`}>
-        {units.map(([u, text]) => (
-          <option value={u} selected={u === value}>
-            {text}
-          </option>
-        ))}
-      </select>
-    </>
+    <select name={`${name}_unit`} aria-label={typeof label === "string" ? t("common.units.unitOf", { field: label }) : t("common.units.unit")}>
+      {units.map(([u, text]) => (
+        <option value={u} selected={u === value}>
+          {text}
+        </option>
+      ))}
+    </select>
   );
 }
 
@@ -57,8 +52,8 @@ export function SizeInput({
     <div class="field">
       <label for={id}>{label}</label>
       <div class="with-unit">
-        <input id={id} name={name} type="number" min={0} step="any" inputmode="decimal" value={shown} required={required} {...aria(id, hint, error)} />
-        <UnitSelect id={id} name={name} label={label} units={(Object.keys(SIZE_UNITS) as SizeUnit[]).map((u) => [u, u] as const)} value={unit} />
+        <input id={id} name={name} type="number" min={0} step="any" value={shown} required={required} {...aria(id, hint, error)} />
+        <UnitSelect name={name} label={label} units={(Object.keys(SIZE_UNITS) as SizeUnit[]).map((u) => [u, u] as const)} value={unit} />
       </div>
       <Hint id={id} hint={hint} />
       <FieldError id={id} error={error} />
@@ -118,10 +113,7 @@ export function DurationInput({
     <fieldset class="field duration" aria-describedby={describedBy(id, hint, error)}>
       <legend>{label}</legend>
       <div class="with-unit">
-        <label for={`${id}-preset`} class="visually-hidden">
-          {label}
-        </label>
-        <select id={`${id}-preset`} name={`${name}_preset`}>
+        <select name={`${name}_preset`} aria-label={typeof label === "string" ? label : undefined}>
           {emptyLabel !== undefined && (
             <option value="" selected={preset === ""}>
               {emptyLabel}
@@ -136,21 +128,16 @@ export function DurationInput({
             {t("common.duration.custom")}
           </option>
         </select>
-        <label for={`${id}-custom`} class="visually-hidden">
-          {t("common.duration.customAmount")}
-        </label>
+        {/* shown only with "custom" chosen (the stylesheet) */}
         <input
-          id={`${id}-custom`}
           name={`${name}_custom`}
           type="number"
           min={1}
-          step={1}
-          inputmode="numeric"
-          value={custom}
+          value={custom || undefined}
+          aria-label={t("common.duration.customAmount")}
           aria-invalid={error ? "true" : undefined}
         />
         <UnitSelect
-          id={id}
           name={name}
           label={label}
           units={(Object.keys(DURATION_UNITS) as DurationUnit[]).map((u) => [u, t(`common.duration.unit.${u}` as MessageKey)] as const)}
@@ -194,7 +181,7 @@ export function MegapixelInput({
     <div class="field">
       <label for={id}>{label}</label>
       <div class="with-unit">
-        <input id={id} name={name} type="number" min={0} step="any" inputmode="decimal" value={shown} {...aria(id, hint, error)} />
+        <input id={id} name={name} type="number" min={0} step="any" value={shown} {...aria(id, hint, error)} />
         <span class="unit" aria-hidden="true">
           MP
         </span>

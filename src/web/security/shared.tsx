@@ -1,5 +1,5 @@
 /** What the sign-in steps and the Security page share: the relying party, the code throttles, the passkey script. */
-import { readFileSync } from "node:fs";
+import { assetFile } from "../components/assets.ts";
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { AppError } from "../../errors.ts";
@@ -8,7 +8,7 @@ import { FailedAuthThrottle, type Reservation, type ThrottleLimits } from "../..
 import type { SecretBox } from "../../webhooks/secret-box.ts";
 import { relyingPartyOf } from "../../services/second-factors/passkeys.ts";
 import { t } from "../i18n/index.ts";
-import { BASE, type WebEnv } from "../session.ts";
+import type { WebEnv } from "../session.ts";
 import { identityOf } from "../site.ts";
 
 /**
@@ -58,16 +58,10 @@ export async function relyingParty<E extends WebEnv>(c: Context<E>) {
 /** The site's name, as authenticator apps show it beside the account. */
 export const issuerOf = async <E extends WebEnv>(c: Context<E>) => identityOf(await currentSettings(c.get("deps"))).site.name;
 
-const asset = (path: URL, name: string) => {
-  const body = readFileSync(path, "utf8");
-  const version = new Bun.CryptoHasher("sha256").update(body).digest("hex").slice(0, 12);
-  return { name, body, href: `${BASE}/assets/${name}?v=${version}` };
-};
-
 /** @simplewebauthn/browser, vendored (scripts/vendor-simplewebauthn.ts), and the pages' passkey script. */
 export const passkeyAssets = {
-  library: asset(new URL("../assets/vendor/simplewebauthn/index.umd.min.js", import.meta.url), "vendor/simplewebauthn/index.umd.min.js"),
-  script: asset(new URL("../assets/passkeys.js", import.meta.url), "passkeys.js"),
+  library: assetFile("vendor/simplewebauthn/index.umd.min.js"),
+  script: assetFile("passkeys.js"),
 };
 export const passkeyScripts = [passkeyAssets.library.href, passkeyAssets.script.href];
 

@@ -17,7 +17,7 @@ export default {
   "common.menu.theme": "Theme",
   "common.menu.language": "Language",
   "common.menu.languageAuto": "As the browser says",
-  "common.menu.save": "Save",
+  "common.menu.dark": "Dark mode",
   "common.theme.system": "As the device",
   "common.theme.light": "Light",
   "common.theme.dark": "Dark",

@@ -20,7 +20,7 @@ export default {
   "common.menu.theme": "主题",
   "common.menu.language": "语言",
   "common.menu.languageAuto": "跟随浏览器",
-  "common.menu.save": "保存",
+  "common.menu.dark": "深色模式",
   "common.theme.system": "跟随设备",
   "common.theme.light": "浅色",
   "common.theme.dark": "深色",
