@@ -6,6 +6,8 @@
  *   bun run bench --quick                  every part, one short round each; prints only (unless --out FILE)
  *   bun run bench --only PART              one part: core, images, pages, webhooks, memory, hostile, compare
  *   bun run bench --baseline REF           compare against commit REF (the full run then ends with compare)
+ *   bun run bench --only pages --baseline REF --out FILE
+ *                                          the user center's cells, REF and this checkout side by side
  *   options: --out FILE (write there instead), --no-write, --rounds N (the compare's interleaved rounds; more
  *   steady the medians on a busy machine)
  *
@@ -49,7 +51,14 @@ for (const part of parts) {
   const t0 = performance.now();
   log(`${part}${quick ? " (--quick)" : ""}…`);
   try {
-    const section = await PARTS[part]({ quick, command, log, tools: () => (tools ??= ensureTools()), baseline, rounds });
+    const section = await PARTS[part]({
+      quick,
+      command,
+      log,
+      tools: () => (tools ??= ensureTools()),
+      baseline: part === "pages" && !only ? undefined : baseline,
+      rounds,
+    });
     console.log(`\n${section}`);
     if (out) writeSection(out, part as Section, section);
     log(`${part}: ${((performance.now() - t0) / 1000).toFixed(0)} s${out ? `; its section written to ${out}` : ""}`);

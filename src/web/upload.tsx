@@ -4,7 +4,6 @@
  * the API's. The script's words come from the catalogs: one script file per language, its words before upload.js,
  * kept by the browser like the other assets.
  */
-import { readFileSync } from "node:fs";
 import type { Hono } from "hono";
 import { ALBUMS_PER_ACCOUNT } from "../db/repositories/albums.ts";
 import { findImageForOwner } from "../db/repositories/images.ts";
@@ -16,8 +15,8 @@ import { responsiveSnippet } from "../http/responsive-snippet.ts";
 import { respond } from "../http/envelope.ts";
 import { formatDateTime } from "../http/time.ts";
 import { issueAccountTemporaryTokens } from "../services/tokens.ts";
-import { type Asset, asset, durationText, Notice, Layout, RadioGroup, Select, TextInput } from "./components/index.ts";
-import { LOCALES, type Locale, makeView, type MessageKey, num, rich, t, view, withView } from "./i18n/index.ts";
+import { durationText, scriptInLanguages, Notice, Layout, RadioGroup, Select, TextInput } from "./components/index.ts";
+import { type MessageKey, num, rich, t, view } from "./i18n/index.ts";
 import { BASE, requireSession, type WebEnv } from "./session.ts";
 
 /** Albums offered in the upload form at most (by name). */
@@ -66,16 +65,13 @@ const HOLES = {
   message: "{message}",
 };
 
-function scriptMessages(): string {
-  const messages: Record<string, string> = Object.fromEntries(SCRIPT_MESSAGES.map((k) => [k, t(`upload.js.${k}` as MessageKey, HOLES)]));
-  Object.assign(messages, { mdLink: t("images.snippet.mdLinkShort"), mdLinkName: t("images.snippet.mdLink"), responsive: t("images.snippet.responsive") });
-  return JSON.stringify(messages);
-}
-
-const script = readFileSync(new URL("./assets/upload.js", import.meta.url), "utf8");
-const uploadScripts = Object.fromEntries(
-  LOCALES.map((l) => [l, withView(makeView(l), () => asset(`upload.${l}.js`, `"use strict";\nself.uploadMessages = ${scriptMessages()};\n${script}`))]),
-) as Record<Locale, Asset>;
+/** upload.js with its words, in each language. */
+const uploadScripts = scriptInLanguages("upload.js", "uploadMessages", () => ({
+  ...Object.fromEntries(SCRIPT_MESSAGES.map((k) => [k, t(`upload.js.${k}` as MessageKey, HOLES)])),
+  mdLink: t("images.snippet.mdLinkShort"),
+  mdLinkName: t("images.snippet.mdLink"),
+  responsive: t("images.snippet.responsive"),
+}));
 
 export function register(web: Hono<WebEnv>) {
   web.get("/upload", requireSession, async (c) => {

@@ -468,6 +468,34 @@ describe("the Audit log's sentences", () => {
     expect(zhHtml).toContain(`<p class="sentence">ADMIN_TOKEN 停用了 ${bob.username} 的账户</p>`);
     expect(zhHtml).toContain("<summary>详情</summary>");
   });
+
+  test("single sign-on, invitations and second factors read as sentences too", async () => {
+    const bob = await makeUser("bob");
+    const provider = await ctx.admin("POST", "/api/admin/oidc-providers", {
+      slug: "corp",
+      label: "Corp SSO",
+      issuer: "http://127.0.0.1:9/",
+      client_id: "pictures",
+      client_secret: "s3cret-of-the-provider",
+    });
+    await ctx.admin("PATCH", `/api/admin/oidc-providers/${provider.id}`, { enabled: false });
+    await ctx.admin("DELETE", `/api/admin/oidc-providers/${provider.id}`);
+    const invitation = await ctx.admin("POST", "/api/admin/invitations", { max_uses: 1 });
+    await ctx.admin("DELETE", `/api/admin/invitations/${invitation.id}`);
+    await ctx.admin("DELETE", `/api/admin/users/${bob.id}/second-factors`);
+    const admin = await signedIn();
+    const html = unescape(await (await admin.visitor.get("/user/admin/audit")).text());
+    for (const said of [
+      "ADMIN_TOKEN added the identity provider Corp SSO",
+      `ADMIN_TOKEN changed identity provider #${provider.id} (enabled)`,
+      `ADMIN_TOKEN removed identity provider #${provider.id}`,
+      "ADMIN_TOKEN made an invitation",
+      `ADMIN_TOKEN withdrew invitation #${invitation.id}`,
+      `ADMIN_TOKEN removed ${bob.username}'s second factors`,
+    ])
+      expect(html).toContain(`<p class="sentence">${said}</p>`);
+    expect(html).not.toContain("s3cret-of-the-provider");
+  });
 });
 
 describe("authorization", () => {

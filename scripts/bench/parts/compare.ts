@@ -17,7 +17,8 @@ import type { PartOptions } from "./index.ts";
 
 const TOLERANCE = 0.05; // a fall in rate beyond this share is reported as a regression
 
-async function worktreeOf(ref: string, dir: string): Promise<string> {
+/** A detached worktree of `ref` at `dir`/baseline, removed at the end, with dependencies; its commit. */
+export async function worktreeOf(ref: string, dir: string): Promise<string> {
   const rev = await run(["git", "-C", ROOT, "rev-parse", "--verify", `${ref}^{commit}`]);
   if (rev.code !== 0) throw new Error(`--baseline ${ref}: git knows no such commit`);
   const tree = join(dir, "baseline");

@@ -8,7 +8,7 @@ export interface PartOptions {
   log: (message: string) => void;
   /** wrk and nginx, found or installed once. */
   tools: () => Promise<Tools>;
-  /** `--baseline REF`: the commit the compare part measures against (HEAD when absent). */
+  /** `--baseline REF`: the commit the compare part measures against (HEAD when absent); with `--only pages`, the pages' too. */
   baseline?: string;
   /** `--rounds N`: the compare part's interleaved rounds per cell (3 by default, 1 with --quick). */
   rounds?: number;

@@ -2,7 +2,9 @@
  * The user center's pages at scale: 100,000 images in an account and 10,000 users, the bar 100 ms p99 for search,
  * filter and album views. Per topology one server, two accounts signed in through POST /user/login (the gallery's
  * owner and an administrator), rows seeded with SQL in the worker process; wrk with the session cookie, rounds
- * interleaved (cells and topologies rotate), medians.
+ * interleaved (cells and topologies rotate), medians. With `--baseline REF` the two sides are REF (a git worktree, as
+ * the compare part makes it) and this checkout, both on PostgreSQL: the same cells side by side in one run, the only
+ * comparison this noisy machine allows.
  */
 import os from "node:os";
 import { join } from "node:path";
@@ -10,13 +12,16 @@ import { render } from "../lib/report.ts";
 import { fmt, freshDatabase, markdownTable, median, postgresInfo, startFacts, tempDir, worker } from "../lib/run.ts";
 import { admin, type AppServer, serverCommand, startAppServer } from "../lib/server.ts";
 import { Wrk } from "../lib/wrk.ts";
+import { worktreeOf } from "./compare.ts";
 import type { PartOptions } from "./index.ts";
 
 const TARGET_P99_MS = 100;
 const [IMAGES, USERS, ALBUMS, CONNECTIONS] = [100_000, 10_000, 20, 16];
 const WORDS = { common: "screenshot", rare: "zanzibar", user: "tanaka" };
-type Key = "emb" | "pg";
-const label: Record<Key, string> = { emb: "embedded", pg: "PostgreSQL" };
+type Key = "emb" | "pg" | "base" | "now";
+const label: Record<Key, string> = { emb: "embedded", pg: "PostgreSQL", base: "baseline", now: "this checkout" };
+/** Where each side's server runs from (undefined: this checkout); the baseline's worktree is set when there is one. */
+const rootOf: Partial<Record<Key, string>> = {};
 interface Seeded {
   ms: number;
   albums: { id: number; images: number }[];
@@ -51,8 +56,9 @@ async function getPage(base: string, path: string, cookie: string) {
 
 async function setUp(key: Key, dir: string, quick: boolean, log: (m: string) => void) {
   const dataDir = join(dir, `data-${key}`);
-  const url = key === "pg" ? await freshDatabase("imghost_pages") : undefined;
-  let server = await startAppServer({ label: `pages (${label[key]})`, dataDir, databaseUrl: url });
+  const url = key === "emb" ? undefined : await freshDatabase("imghost_pages");
+  const root = rootOf[key];
+  let server = await startAppServer({ label: `pages (${label[key]})`, dataDir, databaseUrl: url, root });
   const password = `bench-${crypto.randomUUID()}`;
   const owner = await admin<{ id: number }>(server, "POST", "/api/admin/users", {
     username: "gallery",
@@ -64,8 +70,8 @@ async function setUp(key: Key, dir: string, quick: boolean, log: (m: string) => 
   if (key === "emb") await server.stop(); // the embedded database belongs to one process
   const database = url ? { kind: "postgres", url } : { kind: "embedded" };
   const seed = await worker<Seeded>({ op: "seed-pages", database, dataDir, ownerId: owner.id, users: USERS, images: IMAGES, albums: ALBUMS, words: WORDS });
-  if (key === "pg") await server.stop();
-  server = await startAppServer({ label: `pages (${label[key]})`, dataDir, adminToken: server.adminToken, databaseUrl: url });
+  if (key !== "emb") await server.stop();
+  server = await startAppServer({ label: `pages (${label[key]})`, dataDir, adminToken: server.adminToken, databaseUrl: url, root });
   const reconcileMs = await server.waitForOutput(/"job":"reconciler"/, quick ? 120_000 : 600_000); // its run over the seeded rows
   const cookies = { owner: await signIn(server, "gallery", password), admin: await signIn(server, "siteadmin", password) };
   log(
@@ -79,8 +85,15 @@ export async function runPages(o: PartOptions): Promise<string> {
   const facts = await startFacts(o.command);
   const tools = await o.tools();
   const pg = await postgresInfo();
-  const keys: Key[] = pg.version ? ["emb", "pg"] : ["emb"];
   const dir = tempDir("pages");
+  let keys: Key[] = pg.version ? ["emb", "pg"] : ["emb"];
+  if (o.baseline) {
+    if (!pg.version) throw new Error(`pages --baseline: PostgreSQL is not reachable (${pg.problem})`);
+    const rev = await worktreeOf(o.baseline, dir);
+    rootOf.base = join(dir, "baseline");
+    label.base = `baseline ${rev.slice(0, 7)}`;
+    keys = ["base", "now"];
+  }
   o.log(`pages: setting up ${keys.map((k) => label[k]).join(" and ")}…`);
   const setups = await Promise.allSettled(keys.map((k) => setUp(k, dir, o.quick, o.log)));
   for (const s of setups) if (s.status === "rejected") throw s.reason;
@@ -121,7 +134,7 @@ export async function runPages(o: PartOptions): Promise<string> {
       if (cell.path.startsWith("/user/images") && cards === 0) throw new Error(`${label[t.key]} ${cell.path}: no image on the page`);
       if (t === tops[0]) shown.set(cell.label, `${cell.path.startsWith("/user/images") ? `${cards} images` : `${rows} rows`}${r.pageOf}`);
       if (cell.path === "/user/albums") {
-        const counts = [...r.text.matchAll(/<td data-label="Images">(\d+)<\/td>/g)].map((m) => Number(m[1])).sort((a, b) => b - a);
+        const counts = [...r.text.matchAll(/<td data-label="Images">([\d,]+)<\/td>/g)].map((m) => Number(m[1]!.replace(/,/g, ""))).sort((a, b) => b - a);
         const seeded = t.seed.albums.map((a) => a.images).sort((a, b) => b - a);
         if (counts.join() !== seeded.join())
           notes.push(`**${label[t.key]}: the Albums page shows image counts ${counts.join(", ")}; the albums hold ${seeded.join(", ")}**`);

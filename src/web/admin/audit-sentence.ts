@@ -67,6 +67,8 @@ export function sentence(entry: Entry, names: Names): string {
       return say("user.album", { user });
     case "POST /api/admin/users/{id}/tokens":
       return say("user.token", { user });
+    case "DELETE /api/admin/users/{id}/second-factors":
+      return say("user.secondFactors", { user });
     case "DELETE /api/admin/tokens/{id}":
       return say("token.revoke", { id: entry.targetId });
     case "DELETE /api/admin/images/{key}": {
@@ -104,6 +106,20 @@ export function sentence(entry: Entry, names: Names): string {
       return say("webhook.resend", { webhook });
     case "POST /api/admin/webhooks/{id}/resend-failed":
       return say("webhook.resendFailed", { webhook });
+    case "PATCH /api/admin/mail":
+      return say("mail.update", { fields });
+    case "POST /api/admin/mail/test":
+      return say("mail.test", { to: str(d.to) ?? "?" });
+    case "POST /api/admin/invitations":
+      return say("invitation.create");
+    case "DELETE /api/admin/invitations/{id}":
+      return say("invitation.delete", { id: entry.targetId });
+    case "POST /api/admin/oidc-providers":
+      return say("oidc.create", { name: str(d.label) ?? str(d.slug) ?? "?" });
+    case "PATCH /api/admin/oidc-providers/{id}":
+      return say("oidc.update", { id: entry.targetId, fields });
+    case "DELETE /api/admin/oidc-providers/{id}":
+      return say("oidc.delete", { id: entry.targetId });
     default:
       return say("other", { action: entry.action });
   }

@@ -1,6 +1,10 @@
 // The user center's shared script: copy buttons, dates in the viewer's time zone, and confirmations. Plain browser JavaScript, no build step.
 "use strict";
 
+// the words of this script in the page's language, set before it in the same file (components/assets.ts)
+const appWords = self.pageWords || {};
+const appSay = (key, values) => (appWords[key] || key).replace(/\{(\w+)\}/g, (hole, name) => (values && name in values ? String(values[name]) : hole));
+
 /** Says something to screen readers (and keeps it for the tests). */
 function announce(text) {
   const region = document.getElementById("announcer");
@@ -98,20 +102,20 @@ function responsiveSnippet(button) {
 document.addEventListener("click", async (event) => {
   const button = event.target instanceof Element ? event.target.closest("[data-copy], [data-copy-responsive]") : null;
   if (!button) return;
-  const name = button.getAttribute("data-copy-name") || "text";
+  const name = button.getAttribute("data-copy-name") || appSay("text");
   const text = button.hasAttribute("data-copy-responsive") ? responsiveSnippet(button) : button.getAttribute("data-copy") || "";
   const label = button.dataset.label || button.textContent;
   button.dataset.label = label;
   let shown;
   if (await clipboardCopy(text)) {
-    shown = "Copied";
-    announce(`Copied ${name}`);
+    shown = appSay("copied");
+    announce(appSay("copiedName", { name }));
   } else if (selectForCopy(button, text, name)) {
-    shown = "Copied";
-    announce(`Copied ${name}; it is also selected in the field next to the button`);
+    shown = appSay("copied");
+    announce(appSay("copiedAndSelected", { name }));
   } else {
-    shown = "Selected";
-    announce(`Your browser did not let the page copy: ${name} is selected in the field next to the button, copy it from there`);
+    shown = appSay("selected");
+    announce(appSay("copyRefused", { name }));
   }
   button.textContent = shown;
   clearTimeout(button._restore);

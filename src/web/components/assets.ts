@@ -3,6 +3,7 @@
  * so that browsers keep it a day and a new release is fetched at once. Every file made here is served (index.ts).
  */
 import { readFileSync } from "node:fs";
+import { LOCALES, type Locale, makeView, withView } from "../i18n/index.ts";
 import { BASE } from "../session.ts";
 
 export interface Asset {
@@ -26,3 +27,16 @@ export function asset(name: string, body: string): Asset {
 export const assetFile = (name: string) => asset(name, readFileSync(new URL(`../assets/${name}`, import.meta.url), "utf8"));
 
 export const allAssets = () => [...made.values()];
+
+/**
+ * A script of src/web/assets/ in each language: `<base>.<locale>.js`, its words first (`self[global]`, made by
+ * `words` in that language; `{name}`-style holes are filled in by the script), then the file. One cached file per
+ * language, so that no page carries a script's words inline.
+ */
+export function scriptInLanguages(file: string, global: string, words: () => Record<string, string>): Record<Locale, Asset> {
+  const body = readFileSync(new URL(`../assets/${file}`, import.meta.url), "utf8");
+  const base = file.replace(/\.js$/, "");
+  return Object.fromEntries(
+    LOCALES.map((l) => [l, withView(makeView(l), () => asset(`${base}.${l}.js`, `"use strict";\nself.${global} = ${JSON.stringify(words())};\n${body}`))]),
+  ) as Record<Locale, Asset>;
+}

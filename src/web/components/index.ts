@@ -22,7 +22,7 @@ export {
   TextInput,
 } from "./form.tsx";
 export { type CardImage, ImageCard, ImageGrid, SELECT_PREFIX } from "./image-card.tsx";
-export { allAssets, type Asset, asset, assetFile } from "./assets.ts";
+export { allAssets, type Asset, asset, assetFile, scriptInLanguages } from "./assets.ts";
 export { assets, Layout, type Section } from "./layout.tsx";
 export { EmptyState, Notice } from "./notice.tsx";
 export { Pager } from "./pager.tsx";

@@ -7,12 +7,23 @@ import type { PropsWithChildren } from "hono/jsx";
 import { raw } from "hono/html";
 import { LOCALE_NAMES, LOCALES, type MessageKey, t, view } from "../i18n/index.ts";
 import { BASE, type SignedIn } from "../session.ts";
-import { assetFile } from "./assets.ts";
+import { assetFile, scriptInLanguages } from "./assets.ts";
 import { FormToken } from "./form.tsx";
+
+/** The holes of the shared script's words, filled in by app.js. */
+const NAME = { name: "{name}" };
 
 export const assets = {
   css: assetFile("style.css"),
-  app: assetFile("app.js"),
+  /** app.js with its words, in each language */
+  app: scriptInLanguages("app.js", "pageWords", () => ({
+    copied: t("common.js.copied"),
+    selected: t("common.js.selected"),
+    copiedName: t("common.js.copiedName", NAME),
+    copiedAndSelected: t("common.js.copiedAndSelected", NAME),
+    copyRefused: t("common.js.copyRefused", NAME),
+    text: t("common.js.text"),
+  })),
 };
 
 export type Section = "dashboard" | "images" | "albums" | "upload" | "tokens" | "integrations" | "webhooks" | "account" | "admin";
@@ -94,7 +105,7 @@ export function Layout({ title, signedIn, active, scripts = [], children }: Prop
           <link rel="icon" href={site.favicon} />
           <link rel="stylesheet" href={assets.css.href} />
           {site.accentCss && <link rel="stylesheet" href={site.accentCss} />}
-          <script src={assets.app.href} defer></script>
+          <script src={assets.app[v.locale].href} defer></script>
           {scripts.map((src) => (
             <script src={src} defer></script>
           ))}

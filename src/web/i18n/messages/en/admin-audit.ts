@@ -48,5 +48,13 @@ export default {
   "admin.audit.webhook.test": "{actor} sent a test event to {webhook}",
   "admin.audit.webhook.resend": "{actor} resent a delivery of {webhook}",
   "admin.audit.webhook.resendFailed": "{actor} resent the failed deliveries of {webhook}",
+  "admin.audit.user.secondFactors": "{actor} removed {user}'s second factors",
+  "admin.audit.mail.update": "{actor} changed the mail settings ({fields})",
+  "admin.audit.mail.test": "{actor} sent a test mail to {to}",
+  "admin.audit.invitation.create": "{actor} made an invitation",
+  "admin.audit.invitation.delete": "{actor} withdrew invitation #{id}",
+  "admin.audit.oidc.create": "{actor} added the identity provider {name}",
+  "admin.audit.oidc.update": "{actor} changed identity provider #{id} ({fields})",
+  "admin.audit.oidc.delete": "{actor} removed identity provider #{id}",
   "admin.audit.other": "{actor} made a change: {action}",
 } as const;

@@ -50,5 +50,13 @@ export default {
   "admin.audit.webhook.test": "{actor} 向 {webhook} 发送了测试事件",
   "admin.audit.webhook.resend": "{actor} 重发了 {webhook} 的一次投递",
   "admin.audit.webhook.resendFailed": "{actor} 重发了 {webhook} 失败的投递",
+  "admin.audit.user.secondFactors": "{actor} 移除了 {user} 的第二重验证",
+  "admin.audit.mail.update": "{actor} 修改了邮件设置（{fields}）",
+  "admin.audit.mail.test": "{actor} 向 {to} 发送了一封测试邮件",
+  "admin.audit.invitation.create": "{actor} 创建了一个邀请",
+  "admin.audit.invitation.delete": "{actor} 撤回了邀请 #{id}",
+  "admin.audit.oidc.create": "{actor} 添加了身份提供方 {name}",
+  "admin.audit.oidc.update": "{actor} 修改了身份提供方 #{id}（{fields}）",
+  "admin.audit.oidc.delete": "{actor} 移除了身份提供方 #{id}",
   "admin.audit.other": "{actor} 做了一项更改：{action}",
 } satisfies Catalog<typeof en>;
