@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { admin, multipartFile, seedUser, startServer, upload } from "./abuse.ts";
 import { type HostileFile, hostileCorpus } from "./hostile-corpus.ts";
+import { makeNoisyJpeg } from "./images.ts";
 import { treeCpu } from "./proc.ts";
 
 const MB = 1024 * 1024;
@@ -27,6 +28,8 @@ export interface FileFigure {
 export interface HostileFigures {
   files: FileFigure[];
   probe: { count: number; maxMs: number; p99Ms: number };
+  /** Per policy: CPU per MB of an ordinary photo of about 1 MB (noise, no metadata), sent the same way: what an honest upload costs on this machine. */
+  ordinary: Record<string, number>;
   /** Per class (kind): the worst CPU per MB, files stored and refused. */
   classes: Record<string, { files: number; stored: number; refused: number; worstCpuMsPerMb: number }>;
 }
@@ -65,8 +68,17 @@ export async function runHostileProbe(
     })();
 
     const files: FileFigure[] = [];
+    const ordinary: Record<string, number> = {};
+    const photo = await makeNoisyJpeg(880, 640, 92);
     for (const policy of options.policies ?? ["strip_location", "keep"]) {
       await admin(server, "PATCH", "/api/admin/groups/1", { metadata: policy });
+      const honest = multipartFile(photo, "ordinary.jpg", "image/jpeg");
+      await upload(server.port, user.token, honest, "127.0.0.1");
+      await Bun.sleep(20);
+      const start = serverCpuMs(server.pid);
+      for (let i = 0; i < repeat; i++) await upload(server.port, user.token, honest, "127.0.0.1");
+      await Bun.sleep(20);
+      ordinary[policy] = (serverCpuMs(server.pid) - start) / repeat / Math.max(photo.byteLength / MB, 1);
       for (const f of corpus) {
         // /proc counts CPU in ticks of 10 ms: each file is sent once to warm (not counted), then `repeat` times, the mean taken
         const body = multipartFile(f.bytes, f.filename, f.mimetype);
@@ -97,7 +109,7 @@ export async function runHostileProbe(
     }
     const sorted = [...waits].sort((a, b) => a - b);
     const p99Ms = sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)]! : 0;
-    return { files, probe: { count: waits.length, maxMs: Math.max(...waits), p99Ms }, classes };
+    return { files, probe: { count: waits.length, maxMs: Math.max(...waits), p99Ms }, ordinary, classes };
   } finally {
     await started?.stop("SIGKILL");
   }
@@ -118,5 +130,6 @@ export function formatHostileFigures(figures: HostileFigures): string {
     );
   }
   lines.push("", `probe GET /health: ${figures.probe.count} answers, max wait ${figures.probe.maxMs.toFixed(1)} ms, p99 ${figures.probe.p99Ms.toFixed(1)} ms`);
+  lines.push(`an ordinary photo: ${Object.entries(figures.ordinary).map(([p, ms]) => `${p} ${ms.toFixed(0)} ms/MB`).join(", ")}`);
   return lines.join("\n");
 }
