@@ -166,7 +166,9 @@ describe.skipIf(!existsSync("/proc/self/stat"))("the real server under the corpu
     console.log(formatHostileFigures(figures));
     const boundOf = (policy: string) => Math.max(CPU_MS_PER_MB, figures.ordinary[policy]!);
     const bad = figures.files.filter((f) => ![200, 400].includes(f.status) || (f.status === 400 && !f.message) || f.cpuMsPerMb > boundOf(f.policy));
-    expect(bad.map((f) => `${f.policy} ${f.name}: ${f.status} ${f.cpuMsPerMb.toFixed(0)} ms/MB (bound ${boundOf(f.policy).toFixed(0)}) ${f.message}`)).toEqual([]);
+    expect(bad.map((f) => `${f.policy} ${f.name}: ${f.status} ${f.cpuMsPerMb.toFixed(0)} ms/MB (bound ${boundOf(f.policy).toFixed(0)}) ${f.message}`)).toEqual(
+      [],
+    );
     expect(figures.probe.count).toBeGreaterThan(20);
     const slower = Math.max(...Object.keys(figures.ordinary).map(boundOf)) / CPU_MS_PER_MB;
     expect(figures.probe.maxMs).toBeLessThan(100 * slower);

@@ -130,6 +130,10 @@ export function formatHostileFigures(figures: HostileFigures): string {
     );
   }
   lines.push("", `probe GET /health: ${figures.probe.count} answers, max wait ${figures.probe.maxMs.toFixed(1)} ms, p99 ${figures.probe.p99Ms.toFixed(1)} ms`);
-  lines.push(`an ordinary photo: ${Object.entries(figures.ordinary).map(([p, ms]) => `${p} ${ms.toFixed(0)} ms/MB`).join(", ")}`);
+  lines.push(
+    `an ordinary photo: ${Object.entries(figures.ordinary)
+      .map(([p, ms]) => `${p} ${ms.toFixed(0)} ms/MB`)
+      .join(", ")}`,
+  );
   return lines.join("\n");
 }
