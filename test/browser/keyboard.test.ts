@@ -90,7 +90,8 @@ describe.skipIf(!hasChromium)("every form works by keyboard", () => {
 
   test("upload: the file picker is reached by Tab and opened by Space; the chosen file is sent, its address reached by Tab", async () => {
     const page = await signedInPage();
-    await page.goto(`${origin}/user/upload`);
+    // the page's scripts loaded and run first: the picker is asked of a settled page
+    await page.goto(`${origin}/user/upload`, { waitUntil: "networkidle" });
     const before = (await images()).length;
     await tabTo(page, 'input[type="file"]');
     const [chooser] = await Promise.all([page.waitForEvent("filechooser", { timeout: 10_000 }), page.keyboard.press("Space")]);
