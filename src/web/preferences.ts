@@ -8,7 +8,7 @@ import { updateUser } from "../db/repositories/users.ts";
 import { validationError } from "../errors.ts";
 import { formField, readForm } from "./form.ts";
 import { isLocale, type Theme, THEMES } from "./i18n/index.ts";
-import { BASE, requireSession, safeNext, type WebEnv } from "./session.ts";
+import { BASE, isThisSite, requireSession, safeNext, type WebEnv } from "./session.ts";
 
 const THEME_COOKIE = "ih_theme";
 const YEAR = 365 * 86_400;
@@ -43,8 +43,7 @@ function sameSitePage<E extends WebEnv>(c: Context<E>): string | undefined {
   if (!referer) return undefined;
   try {
     const from = new URL(referer);
-    const ours = from.origin === new URL(c.get("deps").config.baseUrl).origin || from.origin === new URL(c.req.url).origin;
-    return ours ? from.pathname + from.search : undefined;
+    return isThisSite(c, from.origin) ? from.pathname + from.search : undefined;
   } catch {
     return undefined;
   }

@@ -65,11 +65,13 @@ export const sessionSecret = <E extends WebEnv>(c: Context<E>) => getCookie(c, C
  */
 export function fromThisSite<E extends WebEnv>(c: Context<E>): boolean {
   const origin = c.req.header("origin");
-  if (origin !== undefined) {
-    return origin === new URL(c.get("deps").config.baseUrl).origin || origin === new URL(c.req.url).origin;
-  }
+  if (origin !== undefined) return isThisSite(c, origin);
   return c.req.header("sec-fetch-site") === "same-origin";
 }
+
+/** Whether `origin` is the site's public address (BASE_URL) or the address the request was sent to. */
+export const isThisSite = <E extends WebEnv>(c: Context<E>, origin: string) =>
+  origin === new URL(c.get("deps").config.baseUrl).origin || origin === new URL(c.req.url).origin;
 
 export const crossSite = () => forbidden("This form was sent from another site, or it has expired: reload the page and try again.");
 
