@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createTestContext, type TestContext, type TestUser } from "../support/harness.ts";
-import { guardLostBindings, reportLostBindings } from "../support/lost-bindings.ts";
+import { guardLostBindings } from "../support/lost-bindings.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
@@ -72,8 +72,7 @@ let origin: string;
 let browser: Browser | undefined;
 let context: BrowserContext;
 let page: Page;
-let lostBindings: string[] = [];
-let lostBefore = 0;
+let reportLostBindings: ((suite: string) => void) | undefined;
 const received: Received[] = [];
 const browserRequests: string[] = [];
 /** Every request, navigation, popup or WebSocket that tried to leave loopback, with the step that caused it. */
@@ -281,8 +280,7 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
     ctx.deps.config.baseUrl = origin;
 
     const { chromium } = await import("playwright-core");
-    lostBindings = guardLostBindings(chromium);
-    lostBefore = lostBindings.length;
+    reportLostBindings = guardLostBindings(chromium);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: [
@@ -316,7 +314,7 @@ describe.skipIf(!hasChromium)("the docs page in Chromium", () => {
       writeFileSync(join(ARTIFACTS, "clicked.tsv"), `${clickedLog.join("\n")}\n`);
     }
     await browser?.close().catch(() => {});
-    reportLostBindings(lostBindings, lostBefore, "docs test");
+    reportLostBindings?.("docs test");
     await server?.stop(true);
     await ctx?.close();
   }, 60_000);

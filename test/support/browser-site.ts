@@ -7,7 +7,7 @@
 import { mkdirSync, rmSync, existsSync } from "node:fs";
 import type { Browser, BrowserContext } from "playwright-core";
 import { ADMIN_TOKEN, createTestContext, type TestContext } from "./harness.ts";
-import { guardLostBindings, reportLostBindings } from "./lost-bindings.ts";
+import { guardLostBindings } from "./lost-bindings.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -66,8 +66,7 @@ export async function startBrowserSite(options: {
   await admin("PATCH", `/api/admin/users/${user.id}`, { password: PASSWORD });
 
   const { chromium } = await import("playwright-core");
-  const lost = guardLostBindings(chromium);
-  const lostBefore = lost.length;
+  const reportLostBindings = guardLostBindings(chromium);
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -115,7 +114,7 @@ export async function startBrowserSite(options: {
     newContext,
     async close() {
       await browser.close().catch(() => {});
-      reportLostBindings(lost, lostBefore, options.artifacts);
+      reportLostBindings(options.artifacts);
       await server.stop(true);
       await ctx.close();
     },

@@ -67,28 +67,24 @@ export async function runHostileProbe(
       }
     })();
 
+    // /proc counts CPU in ticks of 10 ms: a body is sent once to warm (not counted), then `repeat` times, the mean taken
+    const sent = async (body: ReturnType<typeof multipartFile>) => {
+      await upload(server.port, user.token, body, "127.0.0.1");
+      await Bun.sleep(20);
+      const before = serverCpuMs(server.pid);
+      let res!: Awaited<ReturnType<typeof upload>>;
+      for (let i = 0; i < repeat; i++) res = await upload(server.port, user.token, body, "127.0.0.1");
+      await Bun.sleep(20); // the decode process's tick counters lag a little behind its answer
+      return { res, cpu: (serverCpuMs(server.pid) - before) / repeat };
+    };
     const files: FileFigure[] = [];
     const ordinary: Record<string, number> = {};
     const photo = await makeNoisyJpeg(880, 640, 92);
     for (const policy of options.policies ?? ["strip_location", "keep"]) {
       await admin(server, "PATCH", "/api/admin/groups/1", { metadata: policy });
-      const honest = multipartFile(photo, "ordinary.jpg", "image/jpeg");
-      await upload(server.port, user.token, honest, "127.0.0.1");
-      await Bun.sleep(20);
-      const start = serverCpuMs(server.pid);
-      for (let i = 0; i < repeat; i++) await upload(server.port, user.token, honest, "127.0.0.1");
-      await Bun.sleep(20);
-      ordinary[policy] = (serverCpuMs(server.pid) - start) / repeat / Math.max(photo.byteLength / MB, 1);
+      ordinary[policy] = (await sent(multipartFile(photo, "ordinary.jpg", "image/jpeg"))).cpu / Math.max(photo.byteLength / MB, 1);
       for (const f of corpus) {
-        // /proc counts CPU in ticks of 10 ms: each file is sent once to warm (not counted), then `repeat` times, the mean taken
-        const body = multipartFile(f.bytes, f.filename, f.mimetype);
-        await upload(server.port, user.token, body, "127.0.0.1");
-        await Bun.sleep(20);
-        const before = serverCpuMs(server.pid);
-        let res!: Awaited<ReturnType<typeof upload>>;
-        for (let i = 0; i < repeat; i++) res = await upload(server.port, user.token, body, "127.0.0.1");
-        await Bun.sleep(20); // the decode process's tick counters lag a little behind its answer
-        const cpu = (serverCpuMs(server.pid) - before) / repeat;
+        const { res, cpu } = await sent(multipartFile(f.bytes, f.filename, f.mimetype));
         const mb = f.bytes.byteLength / MB;
         let message = "";
         try {

@@ -24,8 +24,21 @@ interface ClientConnection {
   __lostBindings?: string[];
 }
 
-/** Guards the client connection behind `chromium` (one per process) once; returns the list of dropped events. */
-export function guardLostBindings(chromium: BrowserType): string[] {
+/**
+ * Guards the client connection behind `chromium` (one per process; guarded once) and returns what a suite calls when
+ * its browser closes: it prints how many events were dropped since the guard was asked for, if any.
+ */
+export function guardLostBindings(chromium: BrowserType): (suite: string) => void {
+  const lost = guard(chromium);
+  const from = lost.length;
+  return (suite) => {
+    const dropped = lost.slice(from);
+    if (dropped.length > 0)
+      console.warn(`${suite}: playwright-core named ${dropped.length} unbound object(s) in events, dropped: ${dropped.slice(0, 3).join("; ")}`);
+  };
+}
+
+function guard(chromium: BrowserType): string[] {
   const connection = (chromium as unknown as { _connection?: ClientConnection })._connection;
   if (!connection || typeof connection.dispatch !== "function" || !(connection._callbacks instanceof Map)) return [];
   if (connection.__lostBindings) return connection.__lostBindings;
@@ -43,11 +56,4 @@ export function guardLostBindings(chromium: BrowserType): string[] {
     }
   };
   return lost;
-}
-
-/** Says how many events were dropped since `from` (an index into the list), if any. */
-export function reportLostBindings(lost: string[], from: number, suite: string) {
-  const dropped = lost.slice(from);
-  if (dropped.length > 0)
-    console.warn(`${suite}: playwright-core named ${dropped.length} unbound object(s) in events, dropped: ${dropped.slice(0, 3).join("; ")}`);
 }
