@@ -33,9 +33,9 @@ async function atProvider(p: Page, login: string) {
 }
 
 /**
- * Submits the link form with a password and gives the POST's answer. A click that sends nothing within a few
- * seconds (now and then Chromium under load drops one) is made again, at most three times; a POST once sent is
- * awaited, never sent twice (a second one would find its link request spent).
+ * Submits the link form with a password and gives the POST's answer. A click that has sent nothing within 6 s is
+ * made again, at most three times (this step once timed out under load, cause unknown); a POST once sent is awaited,
+ * never sent twice (a second one would find its link request spent).
  */
 async function submitLink(p: Page, password: string) {
   for (let attempt = 1; ; attempt++) {
